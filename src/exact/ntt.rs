@@ -1,0 +1,1 @@
+//! Number-theoretic transforms modulo word-sized primes.
