@@ -1,6 +1,17 @@
 //! milo: verify, improve and benchmark constructions for the EinsteinArena problems.
 //!
 //! Modules, one concept each:
-//! - [`exact`]: exact integer and rational arithmetic (float64 → dyadic integers, NTT convolution).
+//! - [`problems`]: the four arena problems (data files plus one implementation each);
+//! - [`construction`]: reading and writing construction files;
+//! - [`fast`]: float64 FFT convolution with an a-priori error bound;
+//! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
+//! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
+//! - [`cli`]: the `milo` command line.
 
+pub mod cli;
+pub mod construction;
+pub mod error;
 pub mod exact;
+pub mod fast;
+pub mod problems;
+pub mod verify;

@@ -1,1 +1,5 @@
-fn main() {}
+//! The `milo` binary: see `milo --help`.
+
+fn main() {
+    std::process::exit(milo::cli::run());
+}

@@ -16,7 +16,10 @@ pub struct DyadicValue {
 impl DyadicValue {
     /// Splits a finite float64 exactly. Panics on NaN or infinity (callers validate first).
     pub fn from_f64(x: f64) -> DyadicValue {
-        assert!(x.is_finite(), "DyadicValue::from_f64 needs a finite value, got {x}");
+        assert!(
+            x.is_finite(),
+            "DyadicValue::from_f64 needs a finite value, got {x}"
+        );
         if x == 0.0 {
             return DyadicValue {
                 mantissa: 0,
@@ -45,6 +48,12 @@ impl DyadicValue {
     pub fn is_zero(&self) -> bool {
         self.mantissa == 0
     }
+}
+
+/// The `e` with `2^e ≤ |x| < 2^(e+1)` for a finite non-zero `x`, subnormals included.
+pub fn binary_exponent(x: f64) -> i32 {
+    let d = DyadicValue::from_f64(x);
+    d.exponent + 63 - d.mantissa.unsigned_abs().leading_zeros() as i32
 }
 
 /// A float64 array as integers `a_i` times the common scale `2^exponent`, without materialising
@@ -138,7 +147,8 @@ mod tests {
         ] {
             let d = DyadicValue::from_f64(x);
             assert_eq!(d.mantissa % 2 != 0, true, "{x}");
-            let back = d.mantissa as f64 * 2f64.powi(d.exponent.clamp(-1022, 1023))
+            let back = d.mantissa as f64
+                * 2f64.powi(d.exponent.clamp(-1022, 1023))
                 * 2f64.powi(d.exponent - d.exponent.clamp(-1022, 1023));
             assert_eq!(back, x, "{x} -> {d:?}");
         }

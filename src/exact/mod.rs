@@ -2,4 +2,7 @@
 
 pub mod convolution;
 pub mod dyadic;
+#[cfg(feature = "gmp")]
+pub mod gmp;
 mod ntt;
+pub mod rational;

@@ -1,0 +1,48 @@
+//! The `milo` command line: one file per subcommand.
+
+mod problems;
+mod verify;
+
+use crate::error::{MiloError, EXIT_OK};
+use clap::{Parser, Subcommand};
+
+/// Verify, improve and benchmark constructions for the EinsteinArena problems.
+#[derive(Parser, Debug)]
+#[command(name = "milo", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the problems with their thresholds and known records.
+    Problems(problems::ProblemsArgs),
+    /// Check a construction's validity and score it, fast (float64) and exactly.
+    Verify(verify::VerifyArgs),
+}
+
+/// Parses the command line, runs the command, and returns the process exit code.
+pub fn run() -> i32 {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Problems(args) => problems::run(&args),
+        Command::Verify(args) => verify::run(&args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => report(&err),
+    }
+}
+
+/// Prints an error on one line of standard error and returns its exit code.
+fn report(err: &MiloError) -> i32 {
+    eprintln!("milo: {err}");
+    err.exit_code()
+}
+
+/// Prints a JSON value on one line of standard output.
+fn print_json(value: &serde_json::Value) -> i32 {
+    println!("{value}");
+    EXIT_OK
+}

@@ -1,0 +1,36 @@
+//! `milo problems`: the problems, their thresholds and known records.
+
+use crate::error::Result;
+use crate::problems::all;
+
+/// Arguments of `milo problems`.
+#[derive(clap::Args, Debug)]
+pub struct ProblemsArgs {
+    /// Print the problems' data as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `milo problems`.
+pub fn run(args: &ProblemsArgs) -> Result<i32> {
+    let problems = all();
+    if args.json {
+        let specs: Vec<_> = problems.iter().map(|p| p.spec()).collect();
+        return Ok(super::print_json(&serde_json::json!({ "problems": specs })));
+    }
+    for p in &problems {
+        let spec = p.spec();
+        println!("{} — {}", spec.slug, spec.title);
+        println!(
+            "  {:?}; min improvement {:e}; at most {} values",
+            spec.direction, spec.min_improvement, spec.max_len
+        );
+        println!("  score: {}", spec.score);
+        for r in &spec.records {
+            let length = r.length.map(|n| format!(", n = {n}")).unwrap_or_default();
+            println!("  record {:<12} {} ({}{length})", r.value, r.holder, r.date);
+        }
+        println!();
+    }
+    Ok(crate::error::EXIT_OK)
+}

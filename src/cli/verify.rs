@@ -1,0 +1,210 @@
+//! `milo verify PROBLEM FILE`: validity, float64 and exact scores, and an optional rival.
+
+use crate::construction::read_values;
+use crate::error::{MiloError, Result, Violation, EXIT_INVALID, EXIT_OK};
+use crate::exact::rational::{decimal_string, parse_decimal, SCORE_DIGITS};
+use crate::problems::{by_slug, Problem};
+use crate::verify::{
+    compare, compare_with_arena_leader, verify, Comparison, Mode, Options, Verification,
+};
+use num_rational::BigRational;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Arguments of `milo verify`.
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    /// Problem slug (see `milo problems`).
+    problem: String,
+    /// Construction file: {"values": [...]} or a bare array, optionally gzipped.
+    file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Which scores to compute.
+    #[arg(long, value_enum, default_value_t = Mode::Both)]
+    mode: Mode,
+    /// A rival construction file or score value; reports whether FILE beats it by the
+    /// problem's min_improvement, decided on exact values.
+    #[arg(long, value_name = "FILE_OR_VALUE")]
+    against: Option<String>,
+    /// Score arrays longer than the arena accepts instead of rejecting them.
+    #[arg(long)]
+    allow_oversize: bool,
+}
+
+/// Runs `milo verify`.
+pub fn run(args: &VerifyArgs) -> Result<i32> {
+    let problem = by_slug(&args.problem)?;
+    let problem = problem.as_ref();
+    let options = Options {
+        mode: args.mode,
+        allow_oversize: args.allow_oversize,
+    };
+    // A rival is scored exactly, so --against forces the exact score.
+    let options = if args.against.is_some() && options.mode == Mode::Fast {
+        Options {
+            mode: Mode::Both,
+            ..options
+        }
+    } else {
+        options
+    };
+    let started = Instant::now();
+    let values = read_for(problem, &args.file);
+    let parse_seconds = started.elapsed().as_secs_f64();
+    let outcome =
+        values.and_then(|values| verify(problem, &values, options).map_err(MiloError::Invalid));
+    let mut verification = match outcome {
+        Ok(v) => v,
+        Err(MiloError::Invalid(violation)) => return Ok(invalid(args, &violation)),
+        Err(other) => return Err(other),
+    };
+    verification.timings.parse_seconds = parse_seconds;
+    let rival = match &args.against {
+        Some(spec) => Some(rival_score(problem, spec, options)?),
+        None => None,
+    };
+    let exact = verification.exact.as_ref();
+    let comparison = exact
+        .zip(rival.as_ref())
+        .map(|(score, (value, label))| compare(problem, score, value, label));
+    let leader = exact.and_then(|score| compare_with_arena_leader(problem, score));
+    if args.json {
+        print_json_report(problem, &verification, comparison, leader);
+    } else {
+        print_text_report(problem, &args.file, &verification, comparison, leader);
+    }
+    Ok(EXIT_OK)
+}
+
+/// Reads a construction; violations found while reading are attributed to the problem.
+fn read_for(problem: &dyn Problem, path: &Path) -> Result<Vec<f64>> {
+    read_values(path).map_err(|e| match e {
+        MiloError::Invalid(mut v) => {
+            v.problem = problem.slug().to_string();
+            MiloError::Invalid(v)
+        }
+        other => other,
+    })
+}
+
+/// Exact score of the rival: a decimal value, or a construction file verified like FILE.
+fn rival_score(
+    problem: &dyn Problem,
+    spec: &str,
+    options: Options,
+) -> Result<(BigRational, String)> {
+    if let Some(value) = parse_decimal(spec) {
+        return Ok((value, format!("value {spec}")));
+    }
+    let path = Path::new(spec);
+    if !path.exists() {
+        return Err(MiloError::Usage(format!(
+            "--against {spec}: neither a number nor an existing file"
+        )));
+    }
+    let values = read_for(problem, path)?;
+    let rival = verify(
+        problem,
+        &values,
+        Options {
+            mode: Mode::Exact,
+            ..options
+        },
+    )
+    .map_err(|v| MiloError::Usage(format!("--against {spec} is not a valid construction: {v}")))?;
+    Ok((rival.exact.expect("exact mode"), format!("file {spec}")))
+}
+
+fn invalid(args: &VerifyArgs, violation: &Violation) -> i32 {
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "problem": args.problem,
+                "file": args.file,
+                "valid": false,
+                "error": violation.to_string(),
+                "rule": violation.rule,
+                "index": violation.index,
+                "value": violation.value,
+            })
+        );
+    } else {
+        println!("INVALID {}", args.file.display());
+    }
+    eprintln!("milo: invalid construction: {violation}");
+    EXIT_INVALID
+}
+
+fn exact_text(v: &Verification) -> Option<String> {
+    v.exact.as_ref().map(|q| decimal_string(q, SCORE_DIGITS))
+}
+
+fn print_json_report(
+    problem: &dyn Problem,
+    v: &Verification,
+    comparison: Option<Comparison>,
+    leader: Option<Comparison>,
+) {
+    let report: Value = json!({
+        "problem": problem.slug(),
+        "n": v.n,
+        "valid": true,
+        "direction": problem.spec().direction,
+        "min_improvement": problem.spec().min_improvement,
+        "score_f64": v.fast.map(|f| f.value),
+        "error_bound": v.fast.map(|f| f.error_bound),
+        "score_exact": exact_text(v),
+        "abs_diff": v.abs_diff(),
+        "against": comparison,
+        "arena_leader": leader,
+        "timings": v.timings,
+    });
+    println!("{report}");
+}
+
+fn print_text_report(
+    problem: &dyn Problem,
+    file: &Path,
+    v: &Verification,
+    comparison: Option<Comparison>,
+    leader: Option<Comparison>,
+) {
+    println!("problem       {}", problem.slug());
+    println!("file          {}", file.display());
+    println!("n             {}", v.n);
+    println!("valid         yes");
+    if let Some(fast) = v.fast {
+        println!(
+            "score f64     {:?}  (a-priori error bound {:.2e})",
+            fast.value, fast.error_bound
+        );
+    }
+    if let Some(exact) = exact_text(v) {
+        println!("score exact   {exact}");
+    }
+    if let Some(diff) = v.abs_diff() {
+        println!("|f64 − exact| {diff:.3e}");
+    }
+    for c in comparison.iter().chain(leader.iter()) {
+        println!(
+            "vs {}: {} — improvement {} (needs ≥ {:e}): {}",
+            c.against,
+            c.against_score,
+            c.improvement,
+            c.min_improvement,
+            if c.beats {
+                "BEATS it"
+            } else {
+                "does not beat it"
+            }
+        );
+    }
+    println!(
+        "time          parse {:.3}s, fast {:.3}s, exact {:.3}s",
+        v.timings.parse_seconds, v.timings.fast_seconds, v.timings.exact_seconds
+    );
+}

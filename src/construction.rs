@@ -1,0 +1,353 @@
+//! Construction files: the arena's `{"values": [...]}` JSON, a bare JSON array, either gzipped.
+//!
+//! Numbers parse to the nearest float64 exactly as Python and numpy do (serde_json with
+//! `float_roundtrip`); writing uses the shortest round-trip form, so read → write → read is
+//! bit-identical. Content that Python would accept but the arena rejects (`NaN`, `Infinity`,
+//! numbers beyond float64 range) is reported as an invalid construction with its index; text that
+//! is not JSON at all is reported as a malformed file with line and column.
+
+use crate::error::{MiloError, Result, Violation};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::cell::Cell;
+use std::fmt;
+use std::io::{Read, Write};
+use std::path::Path;
+
+/// Label used in violations found while reading, before any problem is known.
+const FILE_RULES: &str = "construction file";
+
+/// Reads the values of a construction file (JSON or gzipped JSON).
+pub fn read_values(path: &Path) -> Result<Vec<f64>> {
+    let bytes = std::fs::read(path).map_err(|source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = decode_text(path, bytes)?;
+    parse_values(&text).map_err(|e| match e {
+        ParseError::Invalid(v) => MiloError::Invalid(v),
+        ParseError::Malformed(message) => MiloError::Malformed {
+            path: path.to_path_buf(),
+            message,
+        },
+    })
+}
+
+/// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip.
+pub fn write_values(path: &Path, values: &[f64]) -> Result<()> {
+    let text = to_json(values).map_err(MiloError::Invalid)?;
+    let io = |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    if is_gzip_path(path) {
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        gz.write_all(text.as_bytes()).map_err(io)?;
+        gz.finish().map_err(io)?;
+    } else {
+        let mut file = file;
+        file.write_all(text.as_bytes()).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// The arena JSON text `{"values": [...]}` of finite values, shortest round-trip formatting.
+pub fn to_json(values: &[f64]) -> std::result::Result<String, Violation> {
+    if let Some((i, &x)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return Err(Violation::at(
+            FILE_RULES,
+            "every value must be a finite number to be written",
+            i,
+            x,
+        ));
+    }
+    let body = serde_json::json!({ "values": values });
+    Ok(body.to_string())
+}
+
+fn is_gzip_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz")
+}
+
+/// Gunzips when the bytes carry the gzip magic number, then checks UTF-8.
+fn decode_text(path: &Path, bytes: Vec<u8>) -> Result<String> {
+    let malformed = |message: String| MiloError::Malformed {
+        path: path.to_path_buf(),
+        message,
+    };
+    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .map_err(|e| malformed(format!("not a readable gzip stream: {e}")))?;
+        out
+    } else {
+        bytes
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        malformed(format!(
+            "not UTF-8 text (byte {}); expected JSON, optionally gzipped",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Why a text could not be turned into values.
+#[derive(Debug)]
+pub enum ParseError {
+    /// The JSON is well-formed (as Python reads it) but a value is not a finite number.
+    Invalid(Violation),
+    /// The text is not the expected JSON.
+    Malformed(String),
+}
+
+/// Parses the text of a construction file: `{"values": [...]}` (other keys ignored) or `[...]`.
+pub fn parse_values(text: &str) -> std::result::Result<Vec<f64>, ParseError> {
+    let index = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = ConstructionSeed { index: &index }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|_| v));
+    let values = match parsed {
+        Ok(values) => values,
+        Err(err) => return Err(classify(text, &err, index.get())),
+    };
+    if values.is_empty() {
+        return Err(ParseError::Invalid(Violation::whole(
+            FILE_RULES,
+            "the construction has no values (empty array)",
+            None,
+        )));
+    }
+    Ok(values)
+}
+
+/// Turns a serde_json error into an invalid-value report (with index) or a malformed-file report.
+fn classify(text: &str, err: &serde_json::Error, index: Option<usize>) -> ParseError {
+    let message = err.to_string();
+    if let Some(rest) = message.strip_prefix(CONTENT_ERROR) {
+        let (i, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+        let (rule, token) = rest.split_once('\u{1}').unwrap_or((rest, ""));
+        return ParseError::Invalid(Violation {
+            problem: FILE_RULES.into(),
+            rule: rule.to_string(),
+            index: i.parse().ok(),
+            value: Some(token.to_string()),
+        });
+    }
+    if let Some(i) = index {
+        let token = token_at(text, err.line(), err.column());
+        let non_finite = matches!(
+            token.as_str(),
+            "NaN" | "Infinity" | "-Infinity" | "+Infinity" | "inf" | "-inf"
+        ) || (message.starts_with("number out of range") && !token.is_empty());
+        if non_finite {
+            return ParseError::Invalid(Violation {
+                problem: FILE_RULES.into(),
+                rule: "every value must be a finite float64 number".into(),
+                index: Some(i),
+                value: Some(token),
+            });
+        }
+    }
+    ParseError::Malformed(format!("malformed JSON: {message}"))
+}
+
+/// The token starting at a serde_json error position (1-based line and column; serde points at or
+/// just past the token's first character).
+fn token_at(text: &str, line: usize, column: usize) -> String {
+    let Some(line_text) = text.lines().nth(line.saturating_sub(1)) else {
+        return String::new();
+    };
+    let col = column.saturating_sub(1).min(line_text.len());
+    // Walk back to the start of the token (after a separator).
+    let start = line_text[..col]
+        .rfind(|c: char| c == ',' || c == '[' || c == ':' || c.is_whitespace())
+        .map_or(0, |p| p + 1);
+    let tail = &line_text[start..];
+    let end = tail
+        .find(|c: char| c == ',' || c == ']' || c == '}' || c.is_whitespace())
+        .unwrap_or(tail.len());
+    tail[..end].chars().take(40).collect()
+}
+
+/// Prefix marking our own content errors inside serde's error text.
+const CONTENT_ERROR: &str = "milo-content-error ";
+
+fn content_error<E: de::Error>(index: usize, rule: &str, token: &str) -> E {
+    E::custom(format!("{CONTENT_ERROR}{index} {rule}\u{1}{token}"))
+}
+
+/// Top level: an object with a `values` key, or a bare array.
+struct ConstructionSeed<'a> {
+    index: &'a Cell<Option<usize>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ConstructionSeed<'_> {
+    type Value = Vec<f64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Vec<f64>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ConstructionSeed<'_> {
+    type Value = Vec<f64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(r#"an object {"values": [...]} or an array of numbers"#)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Vec<f64>, A::Error> {
+        ValuesSeed { index: self.index }.visit_seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Vec<f64>, A::Error> {
+        let mut values = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "values" && values.is_none() {
+                values = Some(map.next_value_seed(ValuesSeed { index: self.index })?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        values.ok_or_else(|| de::Error::custom(r#"the object has no "values" key"#))
+    }
+}
+
+/// The `values` array: numbers only, tracking the index being read for error reports.
+struct ValuesSeed<'a> {
+    index: &'a Cell<Option<usize>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ValuesSeed<'_> {
+    type Value = Vec<f64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Vec<f64>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValuesSeed<'_> {
+    type Value = Vec<f64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of numbers")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<f64>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        loop {
+            let i = out.len();
+            self.index.set(Some(i));
+            match seq.next_element::<serde_json::Value>()? {
+                None => break,
+                Some(serde_json::Value::Number(num)) => match num.as_f64() {
+                    Some(x) if x.is_finite() => out.push(x),
+                    _ => {
+                        return Err(content_error(
+                            i,
+                            "every value must be a finite float64 number",
+                            &num.to_string(),
+                        ))
+                    }
+                },
+                Some(other) => {
+                    let kind = match &other {
+                        serde_json::Value::String(_) => "a string",
+                        serde_json::Value::Array(_) => "a nested array",
+                        serde_json::Value::Object(_) => "an object",
+                        serde_json::Value::Bool(_) => "a boolean",
+                        _ => "null",
+                    };
+                    let token: String = other.to_string().chars().take(40).collect();
+                    return Err(content_error(
+                        i,
+                        &format!("every value must be a number, found {kind}"),
+                        &token,
+                    ));
+                }
+            }
+        }
+        self.index.set(None);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(text: &str) -> Violation {
+        match parse_values(text) {
+            Err(ParseError::Invalid(v)) => v,
+            other => panic!("expected invalid for {text:?}, got {other:?}"),
+        }
+    }
+
+    fn malformed(text: &str) -> String {
+        match parse_values(text) {
+            Err(ParseError::Malformed(m)) => m,
+            other => panic!("expected malformed for {text:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_both_shapes_and_ignores_extra_keys() {
+        let a = parse_values(r#"{"name": "x", "values": [1, 0.5, 2e-3], "extra": {"a": [1]}}"#);
+        assert_eq!(a.unwrap(), vec![1.0, 0.5, 0.002]);
+        assert_eq!(parse_values("[0.1, 3]").unwrap(), vec![0.1, 3.0]);
+    }
+
+    #[test]
+    fn parses_to_nearest_float_like_python() {
+        // Decimal strings that naive parsers round wrongly.
+        let v = parse_values("[2.2250738585072011e-308, 0.1, 9007199254740993, 5e-324]").unwrap();
+        assert_eq!(v[0].to_bits(), 0x000f_ffff_ffff_ffff);
+        assert_eq!(v[1], 0.1);
+        assert_eq!(v[2], 9007199254740992.0);
+        assert_eq!(v[3], f64::from_bits(1));
+    }
+
+    #[test]
+    fn reports_non_finite_tokens_with_index() {
+        let v = invalid("[1, 2, NaN, 4]");
+        assert_eq!((v.index, v.value.as_deref()), (Some(2), Some("NaN")));
+        let v = invalid(r#"{"values": [0.5, -Infinity]}"#);
+        assert_eq!((v.index, v.value.as_deref()), (Some(1), Some("-Infinity")));
+        let v = invalid("[1e400]");
+        assert_eq!((v.index, v.value.as_deref()), (Some(0), Some("1e400")));
+    }
+
+    #[test]
+    fn reports_wrong_element_types_with_index() {
+        let v = invalid(r#"[1, "abc"]"#);
+        assert_eq!(v.index, Some(1));
+        assert!(v.rule.contains("string"), "{}", v.rule);
+        let v = invalid("[1, 2, [3]]");
+        assert_eq!(v.index, Some(2));
+        assert!(v.rule.contains("nested array"));
+        assert!(invalid("[null]").rule.contains("null"));
+    }
+
+    #[test]
+    fn empty_and_malformed_inputs() {
+        assert!(invalid("[]").rule.contains("no values"));
+        assert!(malformed("[1, 2").contains("line 1"));
+        assert!(malformed(r#"{"value": [1]}"#).contains("no \"values\""));
+        assert!(malformed("").contains("malformed"));
+        assert!(malformed("[1, 2] x").contains("trailing"));
+        assert!(malformed("42").contains("expected"));
+    }
+
+    #[test]
+    fn write_then_read_is_bit_identical() {
+        let dir = tempfile::tempdir().unwrap();
+        let values = vec![0.1, 1.0 / 3.0, 5e-324, -0.0, 1e300, 123456789.123456789];
+        for name in ["c.json", "c.json.gz"] {
+            let path = dir.path().join(name);
+            write_values(&path, &values).unwrap();
+            let back = read_values(&path).unwrap();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&back), bits(&values), "{name}");
+        }
+    }
+}

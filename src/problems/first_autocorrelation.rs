@@ -1,0 +1,52 @@
+//! First autocorrelation inequality: minimise `max(f∗f)/(∫f)²` over `f ≥ 0`.
+
+use super::{check_finite, peak_ratio, FastScore, Problem, ProblemSpec};
+use crate::error::Violation;
+use num_rational::BigRational;
+
+/// The first autocorrelation problem (`first-autocorrelation-inequality`).
+pub struct FirstAutocorrelation {
+    spec: ProblemSpec,
+}
+
+impl FirstAutocorrelation {
+    /// Loads the embedded data file.
+    pub fn new() -> Self {
+        FirstAutocorrelation {
+            spec: super::embedded_spec(
+                "first-autocorrelation-inequality",
+                include_str!("../../problems/first-autocorrelation-inequality.toml"),
+            ),
+        }
+    }
+}
+
+impl Problem for FirstAutocorrelation {
+    fn spec(&self) -> &ProblemSpec {
+        &self.spec
+    }
+
+    fn check(&self, values: &[f64]) -> Result<(), Violation> {
+        let slug = &self.spec.slug;
+        check_finite(slug, values)?;
+        if let Some(i) = values.iter().position(|&x| x < 0.0) {
+            return Err(Violation::at(slug, "every value must be ≥ 0", i, values[i]));
+        }
+        if !values.iter().any(|&x| x > 0.0) {
+            return Err(Violation::whole(
+                slug,
+                "the sum must be > 0 (all values are zero)",
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn score_fast(&self, values: &[f64]) -> FastScore {
+        peak_ratio::fast(values, false)
+    }
+
+    fn score_exact(&self, values: &[f64]) -> BigRational {
+        peak_ratio::exact(values, false)
+    }
+}

@@ -1,0 +1,143 @@
+//! The arena problems: each is a data file (`problems/<slug>.toml`) plus one implementation file
+//! here. A fifth problem is one new data file, one new file in this folder and one line in
+//! [`all`].
+
+mod erdos_min_overlap;
+mod first_autocorrelation;
+mod peak_ratio;
+mod second_autocorrelation;
+pub mod spec;
+mod third_autocorrelation;
+
+use crate::error::{MiloError, Result, Violation};
+use num_rational::BigRational;
+pub use spec::{Direction, ProblemSpec, Record};
+use std::path::Path;
+
+/// A float64 score with a bound on its distance from the exact score of the same array.
+#[derive(Clone, Copy, Debug)]
+pub struct FastScore {
+    /// The score computed in float64 following the arena's formula.
+    pub value: f64,
+    /// Bound on `|value − exact score|`.
+    pub error_bound: f64,
+}
+
+/// One arena problem: its rules and its score, fast (float64) and exact (rational).
+///
+/// Scoring methods assume `check` passed and every value is finite.
+pub trait Problem: Send + Sync {
+    /// The problem's data file.
+    fn spec(&self) -> &ProblemSpec;
+
+    /// The arena's validity rules for the values; the first broken rule with its index and value.
+    fn check(&self, values: &[f64]) -> std::result::Result<(), Violation>;
+
+    /// The score in float64 through a real FFT, with an a-priori error bound.
+    fn score_fast(&self, values: &[f64]) -> FastScore;
+
+    /// The exact rational value of the arena's formula for these float64 values.
+    fn score_exact(&self, values: &[f64]) -> BigRational;
+
+    /// The slug (shorthand for `spec().slug`).
+    fn slug(&self) -> &str {
+        &self.spec().slug
+    }
+}
+
+/// Parses one of the embedded data files; they are part of the binary and tested.
+fn embedded_spec(slug: &str, text: &str) -> ProblemSpec {
+    let origin = Path::new("problems").join(format!("{slug}.toml"));
+    match ProblemSpec::parse(text, &origin) {
+        Ok(spec) => spec,
+        Err(e) => panic!("embedded problem file is broken: {e}"),
+    }
+}
+
+/// Every problem, in the arena's order.
+pub fn all() -> Vec<Box<dyn Problem>> {
+    vec![
+        Box::new(erdos_min_overlap::ErdosMinOverlap::new()),
+        Box::new(first_autocorrelation::FirstAutocorrelation::new()),
+        Box::new(second_autocorrelation::SecondAutocorrelation::new()),
+        Box::new(third_autocorrelation::ThirdAutocorrelation::new()),
+    ]
+}
+
+/// The problem with this slug, or a usage error listing the known slugs.
+pub fn by_slug(slug: &str) -> Result<Box<dyn Problem>> {
+    let problems = all();
+    let known: Vec<String> = problems.iter().map(|p| p.slug().to_string()).collect();
+    problems
+        .into_iter()
+        .find(|p| p.slug() == slug)
+        .ok_or_else(|| {
+            MiloError::Usage(format!(
+                "unknown problem '{slug}'; known problems: {}",
+                known.join(", ")
+            ))
+        })
+}
+
+/// First index whose value is NaN or infinite, as a violation (shared by every problem).
+pub fn check_finite(problem: &str, values: &[f64]) -> std::result::Result<(), Violation> {
+    match values.iter().position(|x| !x.is_finite()) {
+        Some(i) => Err(Violation::at(
+            problem,
+            "every value must be a finite number (no NaN or infinity)",
+            i,
+            values[i],
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The arena's length limit, unless oversize arrays are allowed.
+pub fn check_length(spec: &ProblemSpec, n: usize) -> std::result::Result<(), Violation> {
+    if n > spec.max_len {
+        return Err(Violation::whole(
+            &spec.slug,
+            format!(
+                "at most {} values are accepted by the arena (use --allow-oversize to score it anyway)",
+                spec.max_len
+            ),
+            Some(format!("{n} values")),
+        ));
+    }
+    if n == 0 {
+        return Err(Violation::whole(
+            &spec.slug,
+            "the construction has no values",
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// `2n·num/den` style helper: the exact rational `num / den` where `den ≠ 0`.
+pub(crate) fn exact_ratio(num: num_bigint::BigInt, den: num_bigint::BigInt) -> BigRational {
+    crate::exact::rational::ratio(num, den)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_data_file_parses_and_matches_its_slug() {
+        for p in all() {
+            let spec = p.spec();
+            assert!(!spec.records.is_empty(), "{}", spec.slug);
+            assert!(spec.min_improvement > 0.0);
+            assert!(by_slug(&spec.slug).is_ok());
+        }
+        assert_eq!(all().len(), 4);
+        assert!(by_slug("nope").is_err());
+    }
+
+    #[test]
+    fn unknown_keys_in_a_problem_file_are_errors() {
+        let err = ProblemSpec::parse("slug = \"x\"\ncolour = 1\n", Path::new("x.toml"));
+        assert!(err.unwrap_err().to_string().contains("colour"));
+    }
+}

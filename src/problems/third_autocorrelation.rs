@@ -1,0 +1,56 @@
+//! Third autocorrelation inequality: minimise `|max(f∗f)|/(∫f)²` over signed `f`.
+
+use super::{check_finite, peak_ratio, FastScore, Problem, ProblemSpec};
+use crate::error::{format_value, Violation};
+use num_rational::BigRational;
+
+/// The arena's floor on `(Σf·dx)²`, below which a construction is rejected.
+const MIN_SQUARED_INTEGRAL: f64 = 1e-9;
+
+/// The third autocorrelation problem (`third-autocorrelation-inequality`).
+pub struct ThirdAutocorrelation {
+    spec: ProblemSpec,
+}
+
+impl ThirdAutocorrelation {
+    /// Loads the embedded data file.
+    pub fn new() -> Self {
+        ThirdAutocorrelation {
+            spec: super::embedded_spec(
+                "third-autocorrelation-inequality",
+                include_str!("../../problems/third-autocorrelation-inequality.toml"),
+            ),
+        }
+    }
+}
+
+impl Problem for ThirdAutocorrelation {
+    fn spec(&self) -> &ProblemSpec {
+        &self.spec
+    }
+
+    /// Any sign is allowed; the squared integral `(Σf·dx)²` is checked in float64 as the arena does.
+    fn check(&self, values: &[f64]) -> Result<(), Violation> {
+        let slug = &self.spec.slug;
+        check_finite(slug, values)?;
+        let dx = 0.5 / values.len() as f64;
+        let sum: f64 = values.iter().sum();
+        let squared = (sum * dx) * (sum * dx);
+        if squared.is_nan() || squared < MIN_SQUARED_INTEGRAL {
+            return Err(Violation::whole(
+                slug,
+                "(Σf·dx)² must be ≥ 1e-9 (the integral is too close to zero)",
+                Some(format_value(squared)),
+            ));
+        }
+        Ok(())
+    }
+
+    fn score_fast(&self, values: &[f64]) -> FastScore {
+        peak_ratio::fast(values, true)
+    }
+
+    fn score_exact(&self, values: &[f64]) -> BigRational {
+        peak_ratio::exact(values, true)
+    }
+}

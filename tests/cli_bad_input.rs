@@ -1,0 +1,218 @@
+//! `milo verify` on bad input: clear one-line errors, distinct exit codes, never a panic.
+
+mod common;
+use common::milo;
+use std::io::Write;
+
+const FIRST: &str = "first-autocorrelation-inequality";
+const SECOND: &str = "second-autocorrelation-inequality";
+const THIRD: &str = "third-autocorrelation-inequality";
+const ERDOS: &str = "erdos-min-overlap";
+
+fn file_with(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Runs verify and checks exit code, no panic, one error line containing every `needle`.
+fn expect_error(problem: &str, text: &str, code: i32, needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_with(&dir, "c.json", text);
+    let run = milo(&["verify", problem, &path]);
+    assert_eq!(
+        run.code, code,
+        "{text}: stdout {} stderr {}",
+        run.stdout, run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    let line = run.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "one line: {line}");
+    for needle in needles {
+        assert!(line.contains(needle), "{text}: '{line}' lacks '{needle}'");
+    }
+}
+
+#[test]
+fn non_finite_values_name_index_and_token() {
+    expect_error(FIRST, "[1, 2, NaN, 4]", 3, &["index 2", "NaN", FIRST]);
+    expect_error(
+        FIRST,
+        r#"{"values": [0.5, Infinity]}"#,
+        3,
+        &["index 1", "Infinity"],
+    );
+    expect_error(THIRD, "[1, -Infinity]", 3, &["index 1", "-Infinity"]);
+    expect_error(FIRST, "[1, 1e999]", 3, &["index 1", "1e999"]);
+}
+
+#[test]
+fn wrong_element_types_name_the_index() {
+    expect_error(FIRST, r#"[1, "0.5"]"#, 3, &["index 1", "string"]);
+    expect_error(FIRST, "[1, [2, 3]]", 3, &["index 1", "nested array"]);
+    expect_error(FIRST, "[1, null]", 3, &["index 1", "null"]);
+}
+
+#[test]
+fn malformed_files_are_usage_errors_with_position() {
+    expect_error(FIRST, "[1, 2, 3", 2, &["line 1"]);
+    expect_error(FIRST, r#"{"values": [1, 2}"#, 2, &["malformed"]);
+    expect_error(FIRST, r#"{"vals": [1]}"#, 2, &["values"]);
+    expect_error(FIRST, "", 2, &["malformed"]);
+}
+
+#[test]
+fn empty_and_all_zero_constructions_are_invalid() {
+    expect_error(FIRST, "[]", 3, &["no values"]);
+    expect_error(FIRST, "[0, 0, 0]", 3, &["sum"]);
+    expect_error(SECOND, "[0, 0]", 3, &["sum"]);
+    expect_error(ERDOS, "[0, 0]", 3, &["sum"]);
+}
+
+#[test]
+fn sign_rules_per_problem() {
+    expect_error(
+        FIRST,
+        "[1, 0.5, -1e-300, 2]",
+        3,
+        &["≥ 0", "index 2", "-1e-300"],
+    );
+    expect_error(SECOND, "[1, -2e-6, 1]", 3, &["-1e-6", "index 1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let ok = file_with(&dir, "ok.json", "[1, -1e-6, 1]");
+    assert_eq!(milo(&["verify", SECOND, &ok]).code, 0);
+    let signed = file_with(&dir, "signed.json", "[1, -0.5, 2]");
+    assert_eq!(milo(&["verify", THIRD, &signed]).code, 0);
+}
+
+#[test]
+fn erdos_bounds_before_and_after_rescale() {
+    expect_error(ERDOS, "[0.5, 1.5, 0.2]", 3, &["[0, 1]", "index 1", "1.5"]);
+    expect_error(ERDOS, "[0.5, -0.1]", 3, &["index 1"]);
+    // n = 4, sum = 1: the rescale multiplies by 2, so h_0 = 1 becomes 2.
+    expect_error(ERDOS, "[1, 0, 0, 0]", 3, &["after the rescale", "index 0"]);
+}
+
+#[test]
+fn third_problem_rejects_near_zero_integral() {
+    expect_error(THIRD, "[1, -1]", 3, &["1e-9"]);
+    expect_error(THIRD, "[1e-6, 1e-6]", 3, &["1e-9"]);
+}
+
+#[test]
+fn oversize_is_rejected_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = serde_json::to_string(&vec![1.0; 100_001]).unwrap();
+    let path = file_with(&dir, "big.json", &text);
+    let run = milo(&["verify", FIRST, &path, "--mode", "fast"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("100000") && run.stderr.contains("100001 values"));
+    let run = milo(&["verify", FIRST, &path, "--mode", "fast", "--allow-oversize"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn missing_file_and_unknown_problem_are_usage_errors() {
+    let run = milo(&["verify", FIRST, "/nonexistent/c.json"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("/nonexistent/c.json"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_with(&dir, "c.json", "[1]");
+    let run = milo(&["verify", "no-such-problem", &path]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("no-such-problem") && run.stderr.contains(FIRST));
+    assert_eq!(milo(&["verify", FIRST]).code, 2);
+}
+
+#[test]
+fn invalid_construction_in_json_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_with(&dir, "c.json", "[1, -2]");
+    let run = milo(&["verify", FIRST, &path, "--json"]);
+    assert_eq!(run.code, 3);
+    let report = run.json();
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["index"], 1);
+    assert!(report["error"].as_str().unwrap().contains("≥ 0"));
+}
+
+#[test]
+fn reads_gzipped_and_bare_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("c.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
+    enc.write_all(br#"{"values": [1, 2, 3], "note": "x"}"#)
+        .unwrap();
+    enc.finish().unwrap();
+    let bare = file_with(&dir, "bare.json", "[1, 2, 3]");
+    let a = milo(&["verify", FIRST, gz.to_str().unwrap(), "--json"]).json();
+    let b = milo(&["verify", FIRST, &bare, "--json"]).json();
+    assert_eq!(a["score_exact"], b["score_exact"]);
+    assert_eq!(a["n"], 3);
+    let bad = file_with(&dir, "bad.json.gz", "\u{1f}\u{8b}garbage");
+    assert_eq!(milo(&["verify", FIRST, &bad]).code, 2);
+}
+
+#[test]
+fn against_a_value_and_a_file_is_decided_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    // f = [1, 1]: conv = [1, 2, 1], score = 2n·2/S² = 2·2·2/4 = 2 exactly.
+    let flat = file_with(&dir, "flat.json", "[1, 1]");
+    // f = [1]: score = 2·1·1/1 = 2 as well; [1,2,1]: conv max 6, S = 4, score = 2·3·6/16 = 2.25.
+    let worse = file_with(&dir, "worse.json", "[1, 2, 1]");
+    let beats = |args: &[&str]| milo(args).json()["against"]["beats"].as_bool().unwrap();
+    assert!(beats(&[
+        "verify",
+        FIRST,
+        &flat,
+        "--json",
+        "--against",
+        &worse
+    ]));
+    assert!(!beats(&[
+        "verify",
+        FIRST,
+        &worse,
+        "--json",
+        "--against",
+        &flat
+    ]));
+    // Exactly 1e-8 better counts; one part less does not.
+    assert!(beats(&[
+        "verify",
+        FIRST,
+        &flat,
+        "--json",
+        "--against",
+        "2.00000001"
+    ]));
+    assert!(!beats(&[
+        "verify",
+        FIRST,
+        &flat,
+        "--json",
+        "--against",
+        "2.000000009999"
+    ]));
+    let run = milo(&["verify", FIRST, &flat, "--against", "not-a-thing"]);
+    assert_eq!(run.code, 2);
+    let report = milo(&["verify", FIRST, &flat, "--json"]).json();
+    assert_eq!(
+        report["score_exact"],
+        "2.000000000000000000000000000000000000000e0"
+    );
+}
+
+#[test]
+fn problems_lists_every_problem_with_records() {
+    let run = milo(&["problems"]);
+    assert_eq!(run.code, 0);
+    for slug in [ERDOS, FIRST, SECOND, THIRD] {
+        assert!(run.stdout.contains(slug));
+    }
+    let json = milo(&["problems", "--json"]).json();
+    assert_eq!(json["problems"].as_array().unwrap().len(), 4);
+}
