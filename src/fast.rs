@@ -127,6 +127,22 @@ pub fn normalized(values: &[f64]) -> Vec<f64> {
     values.iter().map(|x| x * f1 * f2).collect()
 }
 
+/// Sum with Neumaier's compensation: error about `2u·|sum| + O(n·u²)·Σ|x|`, far below a plain
+/// loop's `γ_n·Σ|x|` and below numpy's pairwise sum; the error bounds here still assume `γ_n`.
+pub fn compensated_sum(xs: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut sum, mut carry) = (0.0f64, 0.0f64);
+    for x in xs {
+        let t = sum + x;
+        carry += if sum.abs() >= x.abs() {
+            (sum - t) + x
+        } else {
+            (x - t) + sum
+        };
+        sum = t;
+    }
+    sum + carry
+}
+
 /// Maximum of a slice and its index (first occurrence); `(−∞, 0)` for an empty slice.
 pub fn argmax(xs: &[f64]) -> (f64, usize) {
     xs.iter().enumerate().fold(

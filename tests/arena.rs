@@ -5,7 +5,6 @@
 
 mod common;
 use common::{arena_dir, arena_entries, milo, python_ready, python_reference};
-use milo::exact::rational::{decimal_string, SCORE_DIGITS};
 
 #[test]
 fn every_arena_construction_verifies_with_bounded_fast_error() {
@@ -81,6 +80,7 @@ fn exact_value_agrees_with_python_fractions_on_small_files() {
 #[cfg(feature = "gmp")]
 #[test]
 fn default_and_gmp_exact_values_agree_digit_for_digit() {
+    use milo::exact::rational::{decimal_string, SCORE_DIGITS};
     let Some(arena) = arena_dir("default_and_gmp_exact_values_agree") else {
         return;
     };

@@ -125,3 +125,33 @@ fn exact_scores_of_hand_computed_cases() {
     // h = [0.5, 0.5]: already sum n/2 = 1; correlate(h, 1−h) = [0.25, 0.5, 0.25]; ·2/2 → 0.5.
     assert_eq!(to_f64(&problem(ERDOS).score_exact(&[0.5, 0.5])), 0.5);
 }
+
+#[cfg(feature = "gmp")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The default (NTT) and GMP exact verifiers are independent routes to the same rational.
+    #[test]
+    fn default_and_gmp_exact_scores_agree(
+        wide in prop::collection::vec(wide_value(true), 1..150),
+        unit in unit_values(1..400),
+    ) {
+        let wide_positive: Vec<f64> = wide.iter().map(|x| x.abs()).collect();
+        let cases = [
+            (FIRST, wide_positive.clone()),
+            (SECOND, wide_positive),
+            (SECOND, unit.iter().enumerate().map(|(i, x)| if i % 5 == 0 { -x * 1e-6 } else { *x }).collect()),
+            (THIRD, wide),
+            (ERDOS, unit.clone()),
+            (FIRST, unit),
+        ];
+        for (slug, values) in cases {
+            let p = problem(slug);
+            if p.check(&values).is_err() {
+                continue;
+            }
+            let gmp = milo::exact::gmp::exact_score(slug, &values).unwrap();
+            prop_assert_eq!(p.score_exact(&values), gmp, "{}", slug);
+        }
+    }
+}

@@ -146,7 +146,7 @@ mod tests {
             123456.789,
         ] {
             let d = DyadicValue::from_f64(x);
-            assert_eq!(d.mantissa % 2 != 0, true, "{x}");
+            assert!(d.mantissa % 2 != 0, "{x}");
             let back = d.mantissa as f64
                 * 2f64.powi(d.exponent.clamp(-1022, 1023))
                 * 2f64.powi(d.exponent - d.exponent.clamp(-1022, 1023));

@@ -71,7 +71,7 @@ impl Problem for ErdosMinOverlap {
 
     fn score_fast(&self, values: &[f64]) -> FastScore {
         let n = values.len();
-        let sum: f64 = values.iter().sum();
+        let sum = fast::compensated_sum(values.iter().copied());
         let factor = (n as f64 / 2.0) / sum;
         let h: Vec<f64> = values.iter().map(|x| x * factor).collect();
         let one_minus: Vec<f64> = h.iter().map(|x| 1.0 - x).collect();

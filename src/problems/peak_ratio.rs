@@ -24,7 +24,7 @@ pub fn fast(values: &[f64], absolute: bool) -> FastScore {
         .iter()
         .map(|c| c * dx)
         .fold(f64::NEG_INFINITY, f64::max);
-    let sum: f64 = values.iter().sum();
+    let sum = fast::compensated_sum(values.iter().copied());
     let norm = (sum * dx) * (sum * dx);
     let value = if absolute { peak.abs() } else { peak } / norm;
     let abs_sum: f64 = values.iter().map(|x| x.abs()).sum();

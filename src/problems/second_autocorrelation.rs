@@ -70,15 +70,15 @@ impl Problem for SecondAutocorrelation {
         let c = &conv.values;
         let m = c.len();
         let h = 1.0 / (m as f64 + 1.0);
-        // L2² over the m+1 intervals of y = [0, c_0, …, c_(m−1), 0].
+        // L2² over the m+1 intervals of y = [0, c_0, …, c_(m−1), 0], each interval's width taken
+        // from the grid as numpy's `diff(linspace(-0.5, 0.5, m + 2))` produces it.
+        let grid = |j: usize| if j == m + 1 { 0.5 } else { j as f64 * h - 0.5 };
         let y = |j: usize| if j == 0 || j > m { 0.0 } else { c[j - 1] };
-        let l2_squared: f64 = (0..=m)
-            .map(|j| {
-                let (y1, y2) = (y(j), y(j + 1));
-                (h / 3.0) * (y1 * y1 + y1 * y2 + y2 * y2)
-            })
-            .sum();
-        let abs_sum: f64 = c.iter().map(|x| x.abs()).sum();
+        let l2_squared = fast::compensated_sum((0..=m).map(|j| {
+            let (y1, y2) = (y(j), y(j + 1));
+            ((grid(j + 1) - grid(j)) / 3.0) * (y1 * y1 + y1 * y2 + y2 * y2)
+        }));
+        let abs_sum = fast::compensated_sum(c.iter().map(|x| x.abs()));
         let l1 = abs_sum / (m as f64 + 1.0);
         let linf = c.iter().fold(0.0f64, |acc, x| acc.max(x.abs()));
         let value = l2_squared / (l1 * linf);
