@@ -15,7 +15,14 @@ fn committed_constructions_match_their_recorded_scores() {
     for row in rows {
         let (problem, file, recorded) = (row[1], row[2].trim_matches('`'), row[5]);
         let path = root().join("constructions").join(file);
-        let run = milo(&["verify", problem, path.to_str().unwrap(), "--json", "--mode", "exact"]);
+        let run = milo(&[
+            "verify",
+            problem,
+            path.to_str().unwrap(),
+            "--json",
+            "--mode",
+            "exact",
+        ]);
         assert_eq!(run.code, 0, "{file}: {}", run.stderr);
         assert_eq!(run.json()["score_exact"], recorded, "{file}");
     }

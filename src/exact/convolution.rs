@@ -5,8 +5,9 @@
 //! digit carries the sign of `a_i`). Value `i` of `a` is laid out at positions
 //! `i·W .. i·W + J_a` of one long sequence, where `W = J_a + J_b − 1` is the block width (Kronecker
 //! substitution with `J_b − 1` zero slots of padding). Convolving the two sequences puts
-//! `coef(k, t) = Σ_(i+i'=k) Σ_(j+j'=t) d_ij · e_i'j'` at position `k·W + t`, `t < W`: the blocks
-//! never overlap, so `c_k = Σ_t coef(k, t) · 2^(tL)`.
+//! `coef(k, t) = Σ_(i+i'=k) Σ_(j+j'=t) d_ij · e_i'j'` (`d`, `e`: the digits of `a`, `b`) at
+//! position `k·W + t`, `t < W`: the blocks never overlap, so `c_k = Σ_t coef(k, t) · 2^(tL)`,
+//! which is assembled from 64-bit limbs once per `k`.
 //!
 //! # Bounds
 //! At most `min(n_a, n_b) · min(J_a, J_b)` products add up in one coefficient, each below
@@ -14,9 +15,12 @@
 //! primes above `2^62`; with `M` their product, a coefficient is recovered exactly (as the residue
 //! class representative in `(−M/2, M/2)`) whenever
 //! `bitlen(terms) + min(L, bits_a) + min(L, bits_b) ≤ 62·P − 1`.
-//! [`choose_plan`] picks the cheapest `(P, L)` satisfying this (typically `J = 1`, `P = 2` or `3`
+//! `choose_plan` picks the cheapest `(P, L)` satisfying this (typically `J = 1`, `P = 2` or `3`
 //! for float data of moderate range) and a transform length within the memory budget; when no
-//! plan fits, the longer input is split in halves and the partial results are added.
+//! plan fits (working set above 512 MiB or a transform above `2^28` points), the longer input
+//! is split in halves and the partial results are added.
+//!
+//! The kernel is single-threaded and deterministic.
 
 use super::dyadic::{DyadicArray, DyadicValue};
 use super::ntt::{self, Modulus, PRIMES, PRIME_BITS};
@@ -63,6 +67,10 @@ impl<'a> Operand<'a> {
 
     /// How far the mantissa of a non-zero value is shifted in its integer.
     fn shift(&self, v: &DyadicValue) -> u32 {
+        debug_assert!(
+            v.exponent >= self.exponent,
+            "array exponent above a value exponent"
+        );
         (v.exponent - self.exponent) as u32
     }
 
@@ -255,7 +263,7 @@ fn convolve_mod(plan: &Plan, a: Operand, b: Operand, square: bool, m: &Modulus) 
 
 /// `2^e · R mod p` (Montgomery form) for `e < digit_bits`.
 fn powers_of_two(m: &Modulus, digit_bits: u32) -> Vec<u64> {
-    let mut pow = m.to_mont(1);
+    let mut pow = m.montgomery_form(1);
     (0..digit_bits)
         .map(|_| {
             let current = pow;
@@ -339,7 +347,7 @@ impl Crt {
             .map(|(i, m)| {
                 PRIMES[..i]
                     .iter()
-                    .map(|&q| m.to_mont(m.inv(q % m.p)))
+                    .map(|&q| m.montgomery_form(m.inv(q % m.p)))
                     .collect()
             })
             .collect();
@@ -418,51 +426,51 @@ fn greater(x: &[u64], y: &[u64]) -> bool {
     false
 }
 
-/// `acc ← acc ± mag · 2^shift` in two's complement modulo `2^(64·acc.len())`.
-fn add_shifted(acc: &mut [u64], mag: &[u64], shift: usize, negative: bool) {
+/// `acc ← acc ± mag · 2^shift` without carry propagation: `acc` holds one signed 64-bit "limb"
+/// per `i128` (each slot receives at most `2·W` terms below `2^64`, far from overflow), and
+/// [`accumulator_to_bigint`] propagates the carries once per output.
+fn add_shifted(acc: &mut [i128], mag: &[u64], shift: usize, negative: bool) {
     let (offset, bits) = (shift / 64, (shift % 64) as u32);
-    let shifted = |i: usize| -> u64 {
-        let low = mag.get(i).map_or(0, |&x| x << bits);
-        let high = match i.checked_sub(1) {
-            Some(k) if bits > 0 => mag.get(k).map_or(0, |&x| x >> (64 - bits)),
-            _ => 0,
+    debug_assert!(acc.len() > offset + mag.len());
+    let mut previous = 0u64;
+    for (slot, &x) in acc[offset..].iter_mut().zip(mag.iter().chain([&0])) {
+        let limb = if bits == 0 {
+            x
+        } else {
+            (x << bits) | (previous >> (64 - bits))
         };
-        low | high
-    };
-    let mut carry = false;
-    for (i, limb) in acc[offset..].iter_mut().enumerate() {
-        if i > mag.len() && !carry {
-            break;
+        previous = x;
+        if negative {
+            *slot -= limb as i128;
+        } else {
+            *slot += limb as i128;
         }
-        let s = shifted(i);
-        let (r, c1) = if negative {
-            limb.overflowing_sub(s)
-        } else {
-            limb.overflowing_add(s)
-        };
-        let (r, c2) = if negative {
-            r.overflowing_sub(carry as u64)
-        } else {
-            r.overflowing_add(carry as u64)
-        };
-        *limb = r;
-        carry = c1 || c2;
     }
 }
 
-/// The big integer held in a two's complement limb buffer (which is negated in place if < 0).
-fn limbs_to_bigint(acc: &mut [u64], digits: &mut Vec<u32>) -> BigInt {
-    let negative = acc.last().is_some_and(|&top| top >> 63 == 1);
+/// The big integer `Σ acc_i · 2^(64 i)`, which must lie in `(−2^(64·len − 1), 2^(64·len − 1))`;
+/// resets `acc` to zero. `limbs` (same length) and `digits` are scratch space.
+fn accumulator_to_bigint(acc: &mut [i128], limbs: &mut [u64], digits: &mut Vec<u32>) -> BigInt {
+    // Carry propagation into two's complement limbs (the final carry is the sign, 0 or −1,
+    // which the top bit repeats because of the headroom).
+    let mut carry = 0i128;
+    for (slot, limb) in acc.iter_mut().zip(limbs.iter_mut()) {
+        let v = *slot + carry;
+        *limb = v as u64;
+        carry = v >> 64;
+        *slot = 0;
+    }
+    let negative = limbs.last().is_some_and(|&top| top >> 63 == 1);
     if negative {
         let mut carry = true;
-        for limb in acc.iter_mut() {
+        for limb in limbs.iter_mut() {
             let (r, c) = (!*limb).overflowing_add(carry as u64);
             *limb = r;
             carry = c;
         }
     }
     digits.clear();
-    for &limb in acc.iter() {
+    for &limb in limbs.iter() {
         digits.push(limb as u32);
         digits.push((limb >> 32) as u32);
     }
@@ -475,15 +483,15 @@ fn assemble(plan: &Plan, residues: &[Vec<u64>], out_blocks: usize) -> Vec<BigInt
     let crt = Crt::new(plan.primes);
     let block = plan.block();
     let digit_bits = plan.digit_bits as usize;
-    // Each |coef| < 2^(64·P); the partial sums stay below 2^(64·P + L·(W−1) + 1), plus a sign bit.
+    // Each |coef| < 2^(64·P) and |c_k| < 2^(64·P + L·(W−1) + 1); one more bit for the sign.
     let width = (64 * plan.primes + digit_bits * (block - 1) + 2).div_ceil(64);
-    let mut acc = vec![0u64; width];
+    let mut acc = vec![0i128; width];
+    let mut limbs = vec![0u64; width];
     let mut mag = vec![0u64; plan.primes];
     let mut r = [0u64; PRIMES.len()];
     let mut digits = Vec::with_capacity(2 * width);
     (0..out_blocks)
         .map(|k| {
-            acc.fill(0);
             for t in 0..block {
                 let pos = k * block + t;
                 for (ri, res) in r.iter_mut().zip(residues) {
@@ -495,7 +503,7 @@ fn assemble(plan: &Plan, residues: &[Vec<u64>], out_blocks: usize) -> Vec<BigInt
                 let negative = crt.reconstruct(&r, &mut mag);
                 add_shifted(&mut acc, &mag, t * digit_bits, negative);
             }
-            limbs_to_bigint(&mut acc, &mut digits)
+            accumulator_to_bigint(&mut acc, &mut limbs, &mut digits)
         })
         .collect()
 }
@@ -745,6 +753,58 @@ mod tests {
     }
 
     #[test]
+    fn wide_inputs_use_several_and_unequal_digit_counts() {
+        let wide = Shape {
+            len_a: 257,
+            bits_a: 2098,
+            len_b: 257,
+            bits_b: 2098,
+            square: false,
+        };
+        let plan = choose_plan(&wide, WORK_BUDGET_WORDS).unwrap();
+        assert!(
+            plan.digits_a > 1 && plan.digits_a == plan.digits_b,
+            "{plan:?}"
+        );
+        let mixed = Shape { bits_b: 53, ..wide };
+        let plan = choose_plan(&mixed, WORK_BUDGET_WORDS).unwrap();
+        assert!(plan.digits_a > plan.digits_b, "{plan:?}");
+    }
+
+    /// Large inputs: a few coefficients against their defining sums, and the split fallback
+    /// against the single transform.
+    #[test]
+    fn large_inputs_spot_checked_and_split_consistently() {
+        let mut rng = StdRng::seed_from_u64(17);
+        let a = DyadicArray::from_f64(&full_precision_unit(&mut rng, 60_000));
+        let b = random_array(&mut rng, 25_000, Kind::SignedWithZeros);
+        let ai: Vec<BigInt> = (0..a.len()).map(|i| a.integer(i)).collect();
+        let bi: Vec<BigInt> = (0..b.len()).map(|i| b.integer(i)).collect();
+        let coefficient = |x: &[BigInt], y: &[BigInt], k: usize| -> BigInt {
+            let low = (k + 1).saturating_sub(y.len());
+            (low..=k.min(x.len() - 1)).map(|i| &x[i] * &y[k - i]).sum()
+        };
+        let auto = autoconvolve(&a);
+        let prod = convolve(&a, &b);
+        assert_eq!(auto.len(), 2 * a.len() - 1);
+        assert_eq!(prod.len(), a.len() + b.len() - 1);
+        for k in
+            (0..40)
+                .map(|_| rng.gen_range(0..prod.len()))
+                .chain([0, a.len() - 1, prod.len() - 1])
+        {
+            assert_eq!(prod[k], coefficient(&ai, &bi, k), "a*b at {k}");
+            let k2 = k * 2 % auto.len();
+            assert_eq!(auto[k2], coefficient(&ai, &ai, k2), "a*a at {k2}");
+        }
+        let small_budget = 1 << 18;
+        let split = convolve_within(Operand::of(&a), Operand::of(&b), false, small_budget);
+        assert_eq!(split, prod);
+        let split = convolve_within(Operand::of(&a), Operand::of(&a), true, small_budget);
+        assert_eq!(split, auto);
+    }
+
+    #[test]
     fn digits_reassemble_the_integer() {
         let mut rng = StdRng::seed_from_u64(14);
         for _ in 0..3000 {
@@ -812,15 +872,20 @@ mod tests {
             .collect()
     }
 
-    fn time_autoconvolution(n: usize) {
+    fn time_autoconvolution(n: usize, with_wide: bool) {
         let mut rng = StdRng::seed_from_u64(16);
-        for (label, xs) in [
+        let mut data = vec![
             (
                 "rng.gen::<f64>()",
                 (0..n).map(|_| rng.gen::<f64>()).collect(),
             ),
             ("full precision", full_precision_unit(&mut rng, n)),
-        ] {
+        ];
+        if with_wide {
+            let wide = (0..n).map(|_| sample(&mut rng, Kind::Wide)).collect();
+            data.push(("mixed 5e-324 .. 1e300", wide));
+        }
+        for (label, xs) in data {
             let a = DyadicArray::from_f64(&xs);
             let start = Instant::now();
             let c = autoconvolve(&a);
@@ -845,12 +910,12 @@ mod tests {
     #[test]
     #[ignore = "timing, run with --release --ignored --nocapture"]
     fn timing_autoconvolve_100k() {
-        time_autoconvolution(100_000);
+        time_autoconvolution(100_000, true);
     }
 
     #[test]
     #[ignore = "timing, run with --release --ignored --nocapture"]
     fn timing_autoconvolve_2m() {
-        time_autoconvolution(2_000_000);
+        time_autoconvolution(2_000_000, false);
     }
 }
