@@ -3,7 +3,7 @@
 use num_bigint::{BigInt, Sign};
 use num_integer::Integer;
 use num_rational::BigRational;
-use num_traits::{One, Signed, ToPrimitive, Zero};
+use num_traits::{Signed, ToPrimitive, Zero};
 
 /// Significant digits printed for exact scores by default.
 pub const SCORE_DIGITS: usize = 40;
@@ -117,11 +117,6 @@ pub fn ratio(num: BigInt, den: BigInt) -> BigRational {
     } else {
         BigRational::new(num, den)
     }
-}
-
-/// One, as a rational.
-pub fn one() -> BigRational {
-    BigRational::one()
 }
 
 #[cfg(test)]

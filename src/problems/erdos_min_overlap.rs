@@ -5,7 +5,7 @@
 //! correlation is `λ·P_k − λ²·R_k` (`P_k` the sum of the overlapping part of `h`, `R_k` the
 //! autocorrelation), so the score is `max_k (2S·P_k − n·R_k) / (2S²)`.
 
-use super::{check_finite, FastScore, Problem, ProblemSpec};
+use super::{check_finite, check_some_positive, FastScore, Problem, ProblemSpec};
 use crate::error::Violation;
 use crate::exact::convolution::convolve;
 use crate::exact::dyadic::DyadicArray;
@@ -48,13 +48,11 @@ impl Problem for ErdosMinOverlap {
                 values[i],
             ));
         }
-        if !values.iter().any(|&x| x > 0.0) {
-            return Err(Violation::whole(
-                slug,
-                "the sum must be non-zero (all values are zero)",
-                None,
-            ));
-        }
+        check_some_positive(
+            slug,
+            values,
+            "the sum must be non-zero (all values are zero)",
+        )?;
         let a = DyadicArray::from_f64(values);
         let twice_sum = a.integer_sum() * 2;
         let n = BigInt::from(values.len());

@@ -1,6 +1,6 @@
 //! First autocorrelation inequality: minimise `max(f∗f)/(∫f)²` over `f ≥ 0`.
 
-use super::{check_finite, peak_ratio, FastScore, Problem, ProblemSpec};
+use super::{check_finite, check_some_positive, peak_ratio, FastScore, Problem, ProblemSpec};
 use crate::error::Violation;
 use num_rational::BigRational;
 
@@ -32,13 +32,7 @@ impl Problem for FirstAutocorrelation {
         if let Some(i) = values.iter().position(|&x| x < 0.0) {
             return Err(Violation::at(slug, "every value must be ≥ 0", i, values[i]));
         }
-        if !values.iter().any(|&x| x > 0.0) {
-            return Err(Violation::whole(
-                slug,
-                "the sum must be > 0 (all values are zero)",
-                None,
-            ));
-        }
+        check_some_positive(slug, values, "the sum must be > 0 (all values are zero)")?;
         Ok(())
     }
 

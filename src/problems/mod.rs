@@ -92,6 +92,20 @@ pub fn check_finite(problem: &str, values: &[f64]) -> std::result::Result<(), Vi
     }
 }
 
+/// A whole-array violation of `rule` unless some value is positive (for problems whose sum must
+/// be positive and whose values are already known to be ≥ 0, or clipped at 0).
+pub fn check_some_positive(
+    problem: &str,
+    values: &[f64],
+    rule: &str,
+) -> std::result::Result<(), Violation> {
+    if values.iter().any(|&x| x > 0.0) {
+        Ok(())
+    } else {
+        Err(Violation::whole(problem, rule, None))
+    }
+}
+
 /// The arena's length limit, unless oversize arrays are allowed.
 pub fn check_length(spec: &ProblemSpec, n: usize) -> std::result::Result<(), Violation> {
     if n > spec.max_len {
@@ -114,7 +128,7 @@ pub fn check_length(spec: &ProblemSpec, n: usize) -> std::result::Result<(), Vio
     Ok(())
 }
 
-/// `2n·num/den` style helper: the exact rational `num / den` where `den ≠ 0`.
+/// The exact rational `num / den` (`den ≠ 0`), reduced; the problems' exact scores end here.
 pub(crate) fn exact_ratio(num: num_bigint::BigInt, den: num_bigint::BigInt) -> BigRational {
     crate::exact::rational::ratio(num, den)
 }

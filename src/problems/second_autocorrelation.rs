@@ -5,7 +5,7 @@
 //! exact verifier applies that quadrature as real-number arithmetic; `h` cancels and the score is
 //! `(2·Σc_k² + Σc_k·c_(k+1)) / (3·Σ|c_k|·max|c_k|)`.
 
-use super::{check_finite, FastScore, Problem, ProblemSpec};
+use super::{check_finite, check_some_positive, FastScore, Problem, ProblemSpec};
 use crate::error::Violation;
 use crate::exact::convolution::autoconvolve;
 use crate::exact::dyadic::DyadicArray;
@@ -54,13 +54,11 @@ impl Problem for SecondAutocorrelation {
                 values[i],
             ));
         }
-        if !values.iter().any(|&x| x > 0.0) {
-            return Err(Violation::whole(
-                slug,
-                "the sum must be positive after clipping at 0 (no positive value)",
-                None,
-            ));
-        }
+        check_some_positive(
+            slug,
+            values,
+            "the sum must be positive after clipping at 0 (no positive value)",
+        )?;
         Ok(())
     }
 
