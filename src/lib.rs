@@ -5,6 +5,7 @@
 //! - [`construction`]: reading and writing construction files;
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
+//! - [`program`]: optimizer programs as data (TOML stages and control flow);
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
 //! - [`cli`]: the `milo` command line.
 
@@ -14,4 +15,5 @@ pub mod error;
 pub mod exact;
 pub mod fast;
 pub mod problems;
+pub mod program;
 pub mod verify;
