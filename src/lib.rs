@@ -5,7 +5,7 @@
 //! - [`construction`]: reading and writing construction files;
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
-//! - [`program`]: optimizer programs as data (TOML stages and control flow);
+//! - [`stages`]: stages that transform a construction directly (resample, perturb, symmetrize);
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
 //! - [`cli`]: the `milo` command line.
 
@@ -16,4 +16,5 @@ pub mod exact;
 pub mod fast;
 pub mod problems;
 pub mod program;
+pub mod stages;
 pub mod verify;

@@ -1,0 +1,28 @@
+//! Symmetrisation: `f ← (f + reverse f) / 2`.
+//!
+//! The scores are invariant under reversing f, so the symmetric average is a cheap jump to
+//! another basin; a program follows it with a polish and keeps it only if it helps.
+
+/// The average of the values and their mirror image.
+pub fn symmetrize(values: &[f64]) -> Vec<f64> {
+    values
+        .iter()
+        .zip(values.iter().rev())
+        .map(|(a, b)| 0.5 * (a + b))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_is_symmetric_and_idempotent() {
+        let v = vec![1.0, 2.0, 5.0, 0.0];
+        let s = symmetrize(&v);
+        assert_eq!(s, vec![0.5, 3.5, 3.5, 0.5]);
+        assert_eq!(symmetrize(&s), s);
+        let sum: f64 = v.iter().sum();
+        assert_eq!(s.iter().sum::<f64>(), sum);
+    }
+}
