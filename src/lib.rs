@@ -5,8 +5,11 @@
 //! - [`construction`]: reading and writing construction files;
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
+//! - [`program`]: optimizer programs as data (TOML stages and control flow);
 //! - [`stages`]: stages that transform a construction directly (resample, perturb, symmetrize);
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
+//! - [`objective`]: smooth surrogates of the scores with exact gradients through FFT adjoints;
+//! - [`optimize`]: parameterisations, L-BFGS under a budget, and β cascades, on any objective closure;
 //! - [`cli`]: the `milo` command line.
 
 pub mod cli;
@@ -14,6 +17,8 @@ pub mod construction;
 pub mod error;
 pub mod exact;
 pub mod fast;
+pub mod objective;
+pub mod optimize;
 pub mod problems;
 pub mod program;
 pub mod stages;

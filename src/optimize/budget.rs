@@ -1,0 +1,170 @@
+//! A budget of objective evaluations and wall-clock time, shared across optimisation stages.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// Why a [`Budget`] refuses further evaluations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exhaustion {
+    /// The maximum number of objective evaluations has been used.
+    Evaluations,
+    /// The deadline has passed.
+    Deadline,
+}
+
+impl std::fmt::Display for Exhaustion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exhaustion::Evaluations => f.write_str("budget exhausted: evaluations"),
+            Exhaustion::Deadline => f.write_str("budget exhausted: deadline"),
+        }
+    }
+}
+
+/// Limits on objective evaluations and wall-clock time, with a counter of evaluations used.
+///
+/// The solver asks [`Budget::try_spend`] before every call of the objective, so the number of
+/// objective calls never exceeds `max_evaluations`. A budget is single-threaded (the counter is a
+/// [`Cell`]) and is shared by reference between stages; [`Budget::share`] carves out a stage's part.
+/// A deadline makes a run depend on the machine's speed; an evaluation limit keeps it deterministic.
+#[derive(Debug, Default)]
+pub struct Budget {
+    /// No evaluation starts after this instant.
+    pub deadline: Option<Instant>,
+    /// At most this many objective evaluations in total.
+    pub max_evaluations: Option<u64>,
+    used: Cell<u64>,
+}
+
+impl Budget {
+    /// A budget without limits.
+    pub fn unlimited() -> Self {
+        Self::default()
+    }
+
+    /// A budget of at most `max` evaluations.
+    pub fn evaluations(max: u64) -> Self {
+        Self::unlimited().with_max_evaluations(max)
+    }
+
+    /// This budget with an evaluation limit.
+    #[must_use]
+    pub fn with_max_evaluations(mut self, max: u64) -> Self {
+        self.max_evaluations = Some(max);
+        self
+    }
+
+    /// This budget with a deadline.
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// This budget with a deadline `limit` from now.
+    #[must_use]
+    pub fn with_time_limit(self, limit: Duration) -> Self {
+        self.with_deadline(Instant::now() + limit)
+    }
+
+    /// Evaluations counted so far.
+    pub fn used(&self) -> u64 {
+        self.used.get()
+    }
+
+    /// Evaluations still allowed (`None`: no limit).
+    pub fn remaining_evaluations(&self) -> Option<u64> {
+        self.max_evaluations
+            .map(|max| max.saturating_sub(self.used.get()))
+    }
+
+    /// Time left before the deadline (`None`: no deadline).
+    pub fn remaining_time(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Why no further evaluation is allowed, or `None` while some are.
+    pub fn exhausted(&self) -> Option<Exhaustion> {
+        if self.remaining_evaluations() == Some(0) {
+            return Some(Exhaustion::Evaluations);
+        }
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Some(Exhaustion::Deadline),
+            _ => None,
+        }
+    }
+
+    /// Count one evaluation if the budget allows it; otherwise say why not (and count nothing).
+    pub fn try_spend(&self) -> Result<(), Exhaustion> {
+        match self.exhausted() {
+            Some(why) => Err(why),
+            None => {
+                self.used.set(self.used.get() + 1);
+                Ok(())
+            }
+        }
+    }
+
+    /// Count `n` evaluations made elsewhere (e.g. under a [`Budget::share`] of this budget).
+    pub fn charge(&self, n: u64) {
+        self.used.set(self.used.get().saturating_add(n));
+    }
+
+    /// A fresh budget holding `fraction` (clamped to \[0, 1\]) of what remains of this one: that
+    /// share of the remaining evaluations (rounded down) and of the remaining time. Its counter
+    /// starts at zero; [`Budget::charge`] its use back to this budget afterwards.
+    pub fn share(&self, fraction: f64) -> Budget {
+        let fraction = if fraction.is_nan() {
+            0.0
+        } else {
+            fraction.clamp(0.0, 1.0)
+        };
+        let max_evaluations = self
+            .remaining_evaluations()
+            .map(|r| ((r as f64) * fraction).floor() as u64);
+        let deadline = self
+            .remaining_time()
+            .map(|t| Instant::now() + t.mul_f64(fraction));
+        Budget {
+            deadline: match (deadline, self.deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                _ => None,
+            },
+            max_evaluations,
+            used: Cell::new(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_refuses_past_the_limit() {
+        let b = Budget::evaluations(3);
+        assert!(b.try_spend().is_ok());
+        assert!(b.try_spend().is_ok());
+        assert!(b.try_spend().is_ok());
+        assert_eq!(b.try_spend(), Err(Exhaustion::Evaluations));
+        assert_eq!(b.used(), 3);
+    }
+
+    #[test]
+    fn past_deadline_is_exhausted() {
+        let b = Budget::unlimited().with_deadline(Instant::now());
+        assert_eq!(b.exhausted(), Some(Exhaustion::Deadline));
+        assert!(Budget::unlimited().exhausted().is_none());
+    }
+
+    #[test]
+    fn share_takes_a_fraction_of_what_remains() {
+        let b = Budget::evaluations(10);
+        b.charge(4);
+        let s = b.share(0.5);
+        assert_eq!(s.max_evaluations, Some(3));
+        assert_eq!(s.used(), 0);
+        assert_eq!(Budget::unlimited().share(0.5).max_evaluations, None);
+    }
+}
