@@ -37,8 +37,8 @@ thread_local! {
         std::cell::RefCell::new(RealFftPlanner::new());
 }
 
-/// FFT length used for a linear convolution of output length `out_len`: the next power of two.
-fn fft_len(out_len: usize) -> usize {
+/// FFT length for a linear convolution of output length `out_len`.
+pub fn fft_len(out_len: usize) -> usize {
     // Smallest even 2^a·3^b·5^c ≥ out_len: rustfft's fast mixed-radix sizes, often well below
     // the next power of two.
     let mut best = out_len.next_power_of_two().max(2);

@@ -11,28 +11,10 @@
 //! correlation is `IFFT(Ŵ·conj(B̂))`; since `i + t ≤ 2n − 2 < N` no wrap-around reaches the `n`
 //! entries kept.
 
+use crate::fast::fft_len;
 use realfft::num_complex::Complex;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use std::sync::Arc;
-
-/// Smallest even `2^a·3^b·5^c` that is at least `out_len` (rustfft's fast mixed-radix sizes).
-pub fn fft_len(out_len: usize) -> usize {
-    let mut best = out_len.next_power_of_two().max(2);
-    let mut p5 = 1;
-    while p5 < best {
-        let mut p35 = p5;
-        while p35 < best {
-            let mut size = p35 * 2;
-            while size < out_len {
-                size *= 2;
-            }
-            best = best.min(size);
-            p35 *= 3;
-        }
-        p5 *= 5;
-    }
-    best
-}
 
 /// Plans and buffers for convolving two length-`n` arrays and back-propagating through the
 /// convolution, all allocated once.
