@@ -19,6 +19,19 @@ pub enum ParameterisationName {
     Raw,
 }
 
+impl ParameterisationName {
+    /// The parameterisation this name stands for.
+    pub fn build(self) -> crate::optimize::Parameterisation {
+        use crate::optimize::Parameterisation as P;
+        match self {
+            ParameterisationName::Square => P::Square,
+            ParameterisationName::Exp => P::Exp,
+            ParameterisationName::Sigmoid => P::Sigmoid,
+            ParameterisationName::Raw => P::Raw,
+        }
+    }
+}
+
 /// Which smooth surrogate replaces the max over lags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -27,6 +40,16 @@ pub enum SmoothMaxName {
     LogSumExp,
     /// p-norm with exponent p = β.
     PNorm,
+}
+
+impl SmoothMaxName {
+    /// The smooth max with temperature (or exponent) `beta`.
+    pub fn build(self, beta: f64) -> crate::objective::SmoothMax {
+        match self {
+            SmoothMaxName::LogSumExp => crate::objective::SmoothMax::LogSumExp { beta },
+            SmoothMaxName::PNorm => crate::objective::SmoothMax::PNorm { p: beta },
+        }
+    }
 }
 
 fn default_betas() -> Vec<f64> {
