@@ -6,6 +6,7 @@
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
 //! - [`program`]: optimizer programs as data (TOML stages and control flow);
+//! - [`runner`]: executes a program on a construction under a budget, with a trace;
 //! - [`stages`]: stages that transform a construction directly (resample, perturb, symmetrize);
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
 //! - [`objective`]: smooth surrogates of the scores with exact gradients through FFT adjoints;
@@ -21,5 +22,6 @@ pub mod objective;
 pub mod optimize;
 pub mod problems;
 pub mod program;
+pub mod runner;
 pub mod stages;
 pub mod verify;

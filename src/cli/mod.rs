@@ -1,5 +1,6 @@
 //! The `milo` command line: one file per subcommand.
 
+mod optimize;
 mod problems;
 mod verify;
 
@@ -20,6 +21,8 @@ enum Command {
     Problems(problems::ProblemsArgs),
     /// Check a construction's validity and score it, fast (float64) and exactly.
     Verify(verify::VerifyArgs),
+    /// Improve a construction with an optimizer program under a budget.
+    Optimize(optimize::OptimizeArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit code.
@@ -28,6 +31,7 @@ pub fn run() -> i32 {
     let outcome = match cli.command {
         Command::Problems(args) => problems::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Optimize(args) => optimize::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -1,7 +1,22 @@
 //! A budget of objective evaluations and wall-clock time, shared across optimisation stages.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Set by [`interrupt`] (e.g. from a Ctrl-C handler): every budget then refuses evaluations.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Makes every budget refuse further evaluations, so that running stages wind down and the
+/// runner can write the best construction so far. Safe to call from a signal handler thread.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`interrupt`] has been called.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
 
 /// Why a [`Budget`] refuses further evaluations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,6 +25,8 @@ pub enum Exhaustion {
     Evaluations,
     /// The deadline has passed.
     Deadline,
+    /// The user interrupted the run.
+    Interrupted,
 }
 
 impl std::fmt::Display for Exhaustion {
@@ -17,6 +34,7 @@ impl std::fmt::Display for Exhaustion {
         match self {
             Exhaustion::Evaluations => f.write_str("budget exhausted: evaluations"),
             Exhaustion::Deadline => f.write_str("budget exhausted: deadline"),
+            Exhaustion::Interrupted => f.write_str("interrupted"),
         }
     }
 }
@@ -86,6 +104,9 @@ impl Budget {
 
     /// Why no further evaluation is allowed, or `None` while some are.
     pub fn exhausted(&self) -> Option<Exhaustion> {
+        if interrupted() {
+            return Some(Exhaustion::Interrupted);
+        }
         if self.remaining_evaluations() == Some(0) {
             return Some(Exhaustion::Evaluations);
         }

@@ -17,7 +17,7 @@ mod tracked;
 #[cfg(test)]
 mod lbfgs_tests;
 
-pub use budget::{Budget, Exhaustion};
+pub use budget::{interrupt, interrupted, Budget, Exhaustion};
 pub use cascade::{cascade, BudgetSplit, CascadeOutcome, CascadeStage};
 pub use lbfgs::{minimise, LbfgsOutcome, LbfgsSettings};
 pub use mask::Mask;

@@ -89,6 +89,60 @@ impl Problem for ErdosMinOverlap {
         }
     }
 
+    /// Correlation of the rescaled h with 1 − h at every lag (the score is its max · 2/n).
+    fn lags(&self, values: &[f64]) -> Vec<f64> {
+        let n = values.len();
+        let sum = fast::compensated_sum(values.iter().copied());
+        let h: Vec<f64> = values
+            .iter()
+            .map(|x| x * ((n as f64 / 2.0) / sum))
+            .collect();
+        let one_minus: Vec<f64> = h.iter().map(|x| 1.0 - x).collect();
+        fast::correlate_full(&h, &one_minus).values
+    }
+
+    /// Clips to [0, 1], then caps the tallest values at the level c where c = 2·mean(min(h, c)),
+    /// so that every value stays ≤ 1 after the rescale to sum n/2.
+    fn repair(&self, values: &mut [f64]) -> usize {
+        let mut changed = 0;
+        for x in values.iter_mut() {
+            let clipped = x.clamp(0.0, 1.0);
+            if clipped != *x {
+                *x = clipped;
+                changed += 1;
+            }
+        }
+        if self.check(values).is_ok() || !values.iter().any(|&x| x > 0.0) {
+            return changed;
+        }
+        let n = values.len() as f64;
+        let capped_gap = |c: f64| 2.0 * values.iter().map(|&x| x.min(c)).sum::<f64>() / n - c;
+        // capped_gap > 0 near 0 and < 0 at the maximum: bisect for the root, stay on the safe side.
+        let (mut lo, mut hi) = (0.0f64, values.iter().fold(0.0f64, |m, &x| m.max(x)));
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if capped_gap(mid) >= 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut cap = lo;
+        loop {
+            let capped: Vec<f64> = values.iter().map(|&x| x.min(cap)).collect();
+            if self.check(&capped).is_ok() || cap == 0.0 {
+                for (x, y) in values.iter_mut().zip(capped) {
+                    if *x != y {
+                        *x = y;
+                        changed += 1;
+                    }
+                }
+                return changed;
+            }
+            cap *= 1.0 - 1e-12;
+        }
+    }
+
     fn score_exact(&self, values: &[f64]) -> BigRational {
         let n = values.len();
         let a = DyadicArray::from_f64(values);

@@ -40,6 +40,14 @@ impl Problem for FirstAutocorrelation {
         peak_ratio::fast(values, false)
     }
 
+    fn lags(&self, values: &[f64]) -> Vec<f64> {
+        crate::fast::autoconvolve(values).values
+    }
+
+    fn repair(&self, values: &mut [f64]) -> usize {
+        super::clip_negatives(values)
+    }
+
     fn score_exact(&self, values: &[f64]) -> BigRational {
         peak_ratio::exact(values, false)
     }

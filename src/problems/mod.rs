@@ -39,6 +39,14 @@ pub trait Problem: Send + Sync {
     /// The exact rational value of the arena's formula for these float64 values.
     fn score_exact(&self, values: &[f64]) -> BigRational;
 
+    /// The per-lag quantity whose maximum the score takes (f∗f, or the Erdős correlation), in
+    /// float64: for diagnostics (active set, plots).
+    fn lags(&self, values: &[f64]) -> Vec<f64>;
+
+    /// Moves finite values onto the nearest valid construction where a simple projection exists
+    /// (clip forbidden negatives, the Erdős box and rescale rule); returns how many cells changed.
+    fn repair(&self, values: &mut [f64]) -> usize;
+
     /// The slug (shorthand for `spec().slug`).
     fn slug(&self) -> &str {
         &self.spec().slug
@@ -106,6 +114,16 @@ pub fn check_some_positive(
     }
 }
 
+/// Sets negative values to zero; returns how many changed.
+pub fn clip_negatives(values: &mut [f64]) -> usize {
+    let mut changed = 0;
+    for x in values.iter_mut().filter(|x| **x < 0.0) {
+        *x = 0.0;
+        changed += 1;
+    }
+    changed
+}
+
 /// The arena's length limit, unless oversize arrays are allowed.
 pub fn check_length(spec: &ProblemSpec, n: usize) -> std::result::Result<(), Violation> {
     if n > spec.max_len {
@@ -147,6 +165,35 @@ mod tests {
         }
         assert_eq!(all().len(), 4);
         assert!(by_slug("nope").is_err());
+    }
+
+    #[test]
+    fn repair_makes_constructions_valid() {
+        let cases: [(&str, Vec<f64>); 3] = [
+            ("first-autocorrelation-inequality", vec![1.0, -0.5, 2.0]),
+            ("second-autocorrelation-inequality", vec![1.0, -0.5, 2.0]),
+            ("erdos-min-overlap", vec![1.0, 0.0, 0.0, 1.4, -0.1, 0.2]),
+        ];
+        for (slug, mut values) in cases {
+            let p = by_slug(slug).unwrap();
+            assert!(p.check(&values).is_err());
+            assert!(p.repair(&mut values) > 0);
+            p.check(&values).unwrap_or_else(|e| panic!("{slug}: {e}"));
+        }
+        let p = by_slug("erdos-min-overlap").unwrap();
+        let mut valid = vec![0.5, 0.5, 0.25];
+        assert_eq!(p.repair(&mut valid), 0);
+    }
+
+    #[test]
+    fn lags_peak_matches_the_fast_score() {
+        let values = vec![0.3, 0.9, 0.5, 0.7, 0.1];
+        for p in all() {
+            let lags = p.lags(&values);
+            assert_eq!(lags.len(), 2 * values.len() - 1);
+            let peak = lags.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+            assert!(peak.is_finite() && peak > 0.0, "{}", p.slug());
+        }
     }
 
     #[test]

@@ -92,6 +92,14 @@ impl Problem for SecondAutocorrelation {
         }
     }
 
+    fn lags(&self, values: &[f64]) -> Vec<f64> {
+        crate::fast::autoconvolve(&clipped(values)).values
+    }
+
+    fn repair(&self, values: &mut [f64]) -> usize {
+        super::clip_negatives(values)
+    }
+
     fn score_exact(&self, values: &[f64]) -> BigRational {
         let a = DyadicArray::from_f64(&clipped(values));
         let c = autoconvolve(&a);

@@ -50,6 +50,15 @@ impl Problem for ThirdAutocorrelation {
         peak_ratio::fast(values, true)
     }
 
+    fn lags(&self, values: &[f64]) -> Vec<f64> {
+        crate::fast::autoconvolve(values).values
+    }
+
+    /// Any sign is allowed: nothing to repair.
+    fn repair(&self, _values: &mut [f64]) -> usize {
+        0
+    }
+
     fn score_exact(&self, values: &[f64]) -> BigRational {
         peak_ratio::exact(values, true)
     }

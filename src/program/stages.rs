@@ -128,6 +128,14 @@ pub struct AdamParams {
     /// Iterations.
     #[serde(default = "default_iterations")]
     pub iterations: u64,
+    /// Iterations without a new best true score after which Adam restarts (fresh moments) from
+    /// the best point.
+    #[serde(default = "adam_patience")]
+    pub patience: u64,
+}
+
+fn adam_patience() -> u64 {
+    200
 }
 
 fn adam_beta() -> f64 {

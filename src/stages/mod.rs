@@ -4,8 +4,14 @@
 //! evaluation counter they charge once per objective evaluation, and a seed, and return a
 //! [`StageOutcome`]. The runner keeps the best construction across stages and verifies it.
 
+pub mod adam;
+pub mod dinkelbach;
+pub mod finalize;
+pub mod lbfgs;
 pub mod perturb;
+pub mod prune_regrow;
 pub mod resample;
+pub mod sequential_lp;
 pub mod symmetrize;
 
 /// What an optimizing stage hands back to the runner.

@@ -52,6 +52,27 @@ pub fn resample(values: &[f64], method: ResampleMethod, factor: usize) -> Vec<f6
     }
 }
 
+/// `values` plus Gaussian noise of `relative` times their spread (max − min), seeded, to break
+/// the ties a resampling creates; `relative = 0` returns them unchanged.
+pub fn with_noise(mut values: Vec<f64>, relative: f64, seed: u64) -> Vec<f64> {
+    use rand::{Rng, SeedableRng};
+    if relative <= 0.0 {
+        return values;
+    }
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    let sigma = relative * (hi - lo);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    for x in values.iter_mut() {
+        let z: f64 = rng.sample(rand_distr::StandardNormal);
+        *x += sigma * z;
+    }
+    values
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,237 @@
+//! `milo optimize PROBLEM --start FILE`: run an optimizer program on a construction.
+
+use super::print_json;
+use crate::construction::{read_values, write_values};
+use crate::error::{MiloError, Result, EXIT_OK};
+use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::optimize::interrupt;
+use crate::problems::{by_slug, Direction};
+use crate::program::Program;
+use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Arguments of `milo optimize`.
+#[derive(clap::Args, Debug)]
+pub struct OptimizeArgs {
+    /// Problem slug (see `milo problems`).
+    problem: String,
+    /// The start construction.
+    #[arg(long)]
+    start: PathBuf,
+    /// Program file (TOML); default: the problem's default program.
+    #[arg(long)]
+    program: Option<PathBuf>,
+    /// Wall-clock budget in seconds (default 30 unless --evaluations is given).
+    #[arg(long, value_name = "SECONDS")]
+    budget: Option<f64>,
+    /// Budget in objective evaluations (deterministic: same seed, same bits).
+    #[arg(long)]
+    evaluations: Option<u64>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Threads for independent restarts.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Where to write the best construction (refuses to overwrite an existing file).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the run's trace (per-stage records, best score over time) as JSON here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Print one JSON object instead of text (and no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// The default program of a problem, embedded from `problems/optimizers/<slug>.default.toml`.
+pub fn default_program(slug: &str) -> Result<Program> {
+    let text = match slug {
+        "erdos-min-overlap" => {
+            include_str!("../../problems/optimizers/erdos-min-overlap.default.toml")
+        }
+        "first-autocorrelation-inequality" => {
+            include_str!("../../problems/optimizers/first-autocorrelation-inequality.default.toml")
+        }
+        "second-autocorrelation-inequality" => {
+            include_str!("../../problems/optimizers/second-autocorrelation-inequality.default.toml")
+        }
+        "third-autocorrelation-inequality" => {
+            include_str!("../../problems/optimizers/third-autocorrelation-inequality.default.toml")
+        }
+        other => {
+            return Err(MiloError::Usage(format!(
+                "no default program for '{other}'"
+            )))
+        }
+    };
+    Program::parse(
+        text,
+        Path::new(&format!("problems/optimizers/{slug}.default.toml")),
+    )
+}
+
+/// Shows the best score, the stage, β and the evaluation rate.
+struct ProgressObserver {
+    bar: ProgressBar,
+    best: f64,
+    stage: String,
+    beta: Option<f64>,
+}
+
+impl ProgressObserver {
+    fn refresh(&self, evaluations: u64, seconds: f64) {
+        let beta = self.beta.map(|b| format!(" β {b:.0e}")).unwrap_or_default();
+        let rate = if seconds > 0.0 {
+            evaluations as f64 / seconds
+        } else {
+            0.0
+        };
+        self.bar.set_message(format!(
+            "best {:.12} | {}{beta} | {rate:.0} evals/s",
+            self.best, self.stage
+        ));
+    }
+}
+
+impl Observer for ProgressObserver {
+    fn stage_started(&mut self, path: &str, kind: &str) {
+        self.stage = format!("{kind} {path}");
+        self.bar
+            .set_message(format!("best {:.12} | {}", self.best, self.stage));
+    }
+    fn stage_finished(&mut self, record: &StageRecord) {
+        self.beta = record.beta;
+        self.refresh(record.evaluations, record.seconds);
+    }
+    fn improved(&mut self, point: &TracePoint) {
+        self.best = point.score;
+        self.refresh(point.evaluations, point.seconds);
+    }
+}
+
+/// Runs `milo optimize`.
+pub fn run(args: &OptimizeArgs) -> Result<i32> {
+    let problem = by_slug(&args.problem)?;
+    let start = read_values(&args.start)?;
+    let program = match &args.program {
+        Some(path) => Program::load(path)?,
+        None => default_program(problem.slug())?,
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!("milo-{}-seed{}.json", problem.slug(), args.seed))
+    });
+    if out.exists() {
+        return Err(MiloError::Usage(format!(
+            "{} exists; choose another --out (milo never overwrites a construction)",
+            out.display()
+        )));
+    }
+    if args.jobs == 0 {
+        return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    }
+    let settings = RunSettings {
+        seed: args.seed,
+        seconds: args.budget.or(if args.evaluations.is_none() {
+            Some(30.0)
+        } else {
+            None
+        }),
+        evaluations: args.evaluations,
+        jobs: args.jobs,
+    };
+    // Ctrl-C: stages wind down, the best so far is verified and written.
+    let _ = ctrlc::set_handler(interrupt);
+    eprintln!(
+        "milo: optimizing {} (n = {}) with program '{}'; Ctrl-C writes the best so far to {}",
+        problem.slug(),
+        start.len(),
+        program.name,
+        out.display()
+    );
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("valid template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    };
+    let mut observer = ProgressObserver {
+        bar,
+        best: problem.score_fast(&start).value,
+        stage: "starting".into(),
+        beta: None,
+    };
+    let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut observer)?;
+    observer.bar.finish_and_clear();
+    write_values(&out, &outcome.best)?;
+    if let Some(path) = &args.trace {
+        let text = serde_json::to_string_pretty(&outcome.trace).expect("traces serialise");
+        std::fs::write(path, text).map_err(|source| MiloError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let improvement = match problem.spec().direction {
+        Direction::Minimize => &outcome.start_exact - &outcome.best_exact,
+        Direction::Maximize => &outcome.best_exact - &outcome.start_exact,
+    };
+    let report = json!({
+        "problem": problem.slug(),
+        "program": program.name,
+        "seed": args.seed,
+        "n_start": start.len(),
+        "n_best": outcome.best.len(),
+        "start_exact": decimal_string(&outcome.start_exact, SCORE_DIGITS),
+        "best_exact": decimal_string(&outcome.best_exact, SCORE_DIGITS),
+        "improvement": decimal_string(&improvement, 6),
+        "improved": outcome.improved,
+        "beats_start_by_min_improvement": improvement >= problem.spec().min_improvement_exact(),
+        "evaluations": outcome.evaluations,
+        "seconds": outcome.seconds,
+        "interrupted": outcome.interrupted,
+        "out": out,
+    });
+    if args.json {
+        return Ok(print_json(&report));
+    }
+    println!("problem      {} (program {})", problem.slug(), program.name);
+    println!(
+        "start exact  {}  (n = {})",
+        report["start_exact"].as_str().unwrap_or(""),
+        start.len()
+    );
+    println!(
+        "best exact   {}  (n = {})",
+        report["best_exact"].as_str().unwrap_or(""),
+        outcome.best.len()
+    );
+    println!(
+        "improvement  {} (min_improvement {:e}){}",
+        report["improvement"].as_str().unwrap_or(""),
+        problem.spec().min_improvement,
+        if outcome.improved {
+            ""
+        } else {
+            " — no verified improvement; wrote the start"
+        }
+    );
+    println!(
+        "evaluations  {} in {:.1}s{}",
+        outcome.evaluations,
+        outcome.seconds,
+        if outcome.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    println!("wrote        {}", out.display());
+    Ok(EXIT_OK)
+}

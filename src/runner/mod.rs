@@ -1,0 +1,489 @@
+//! The runner: executes an optimizer program on a construction under a budget and a seed.
+//!
+//! It keeps the best valid construction seen after any stage (by the float64 score), records a
+//! [`Trace`], and at the end verifies the best exactly: an improvement over the start is reported
+//! only when the exact scores confirm it, and the returned construction is always valid. Given a
+//! seed and an evaluation budget the result is the same bits on every run (independent restarts
+//! get their budgets up front, so `jobs` does not change the result); a wall-clock budget makes
+//! the amount of work depend on the machine.
+
+pub mod trace;
+
+use crate::error::{MiloError, Result};
+use crate::optimize::{interrupted, Budget};
+use crate::problems::{Direction, Problem};
+use crate::program::{Program, Step};
+use crate::stages::{self, StageOutcome};
+use num_rational::BigRational;
+use rayon::prelude::*;
+use std::time::Instant;
+pub use trace::{StageRecord, Trace, TracePoint};
+
+/// Budget, seed and parallelism of a run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSettings {
+    /// Seed from which every stage's seed is derived.
+    pub seed: u64,
+    /// Wall-clock limit in seconds.
+    pub seconds: Option<f64>,
+    /// Limit on objective evaluations.
+    pub evaluations: Option<u64>,
+    /// Threads for independent restarts (1 = sequential).
+    pub jobs: usize,
+}
+
+/// Hooks for watching a run (a progress bar, a log); every method has an empty default.
+pub trait Observer {
+    /// A stage begins.
+    fn stage_started(&mut self, _path: &str, _kind: &str) {}
+    /// A stage ended.
+    fn stage_finished(&mut self, _record: &StageRecord) {}
+    /// The best score improved.
+    fn improved(&mut self, _point: &TracePoint) {}
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// What a run returns.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// The best construction: valid, and strictly better than the start by the exact scores
+    /// when `improved`, otherwise the start itself.
+    pub best: Vec<f64>,
+    /// Exact score of the start.
+    pub start_exact: BigRational,
+    /// Exact score of `best`.
+    pub best_exact: BigRational,
+    /// Whether the exact scores confirm an improvement.
+    pub improved: bool,
+    /// The run's history.
+    pub trace: Trace,
+    /// Objective evaluations used.
+    pub evaluations: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Whether the run was interrupted (Ctrl-C).
+    pub interrupted: bool,
+}
+
+/// Runs `program` on `start` (which must be valid for `problem`).
+pub fn run_program(
+    problem: &dyn Problem,
+    start: &[f64],
+    program: &Program,
+    settings: &RunSettings,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome> {
+    problem.check(start).map_err(MiloError::Invalid)?;
+    let started = Instant::now();
+    let mut budget = Budget::unlimited();
+    if let Some(s) = settings.seconds {
+        budget = budget.with_time_limit(std::time::Duration::from_secs_f64(s.max(0.0)));
+    }
+    if let Some(e) = settings.evaluations {
+        budget = budget.with_max_evaluations(e);
+    }
+    let mut runner = Runner::new(problem, start, *settings, started, observer);
+    runner.run_steps(
+        &program.steps,
+        "steps",
+        start.to_vec(),
+        &budget,
+        settings.seed,
+    );
+    let start_exact = problem.score_exact(start);
+    let best_exact = problem.score_exact(&runner.best);
+    let improved = strictly_better(problem.spec().direction, &best_exact, &start_exact);
+    let (best, best_exact) = if improved {
+        (runner.best, best_exact)
+    } else {
+        (start.to_vec(), start_exact.clone())
+    };
+    Ok(RunOutcome {
+        best,
+        start_exact,
+        best_exact,
+        improved,
+        trace: runner.trace,
+        evaluations: runner.evaluations,
+        seconds: started.elapsed().as_secs_f64(),
+        interrupted: interrupted(),
+    })
+}
+
+fn strictly_better<T: PartialOrd>(direction: Direction, a: &T, b: &T) -> bool {
+    direction.better(a, b)
+}
+
+/// A seed derived from a parent seed and a child index (SplitMix64 of both).
+pub fn derive_seed(seed: u64, index: u64) -> u64 {
+    let mut z = seed ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+struct Runner<'a> {
+    problem: &'a dyn Problem,
+    settings: RunSettings,
+    started: Instant,
+    observer: &'a mut dyn Observer,
+    best: Vec<f64>,
+    best_score: f64,
+    evaluations: u64,
+    trace: Trace,
+}
+
+impl<'a> Runner<'a> {
+    fn new(
+        problem: &'a dyn Problem,
+        start: &[f64],
+        settings: RunSettings,
+        started: Instant,
+        observer: &'a mut dyn Observer,
+    ) -> Self {
+        let best_score = problem.score_fast(start).value;
+        Runner {
+            problem,
+            settings,
+            started,
+            observer,
+            best: start.to_vec(),
+            best_score,
+            evaluations: 0,
+            trace: Trace::default(),
+        }
+    }
+
+    fn direction(&self) -> Direction {
+        self.problem.spec().direction
+    }
+
+    /// Float64 score of a valid construction; the worst possible value for an invalid one.
+    fn score(&self, values: &[f64]) -> f64 {
+        if values.is_empty() || self.problem.check(values).is_err() {
+            return match self.direction() {
+                Direction::Minimize => f64::INFINITY,
+                Direction::Maximize => f64::NEG_INFINITY,
+            };
+        }
+        self.problem.score_fast(values).value
+    }
+
+    /// Takes `values` as the new best if it is better.
+    fn consider(&mut self, values: &[f64], score: f64) {
+        if score.is_finite() && self.direction().better(&score, &self.best_score) {
+            self.best = values.to_vec();
+            self.best_score = score;
+            let point = TracePoint {
+                seconds: self.started.elapsed().as_secs_f64(),
+                evaluations: self.evaluations,
+                score,
+            };
+            self.observer.improved(&point);
+            self.trace.points.push(point);
+        }
+    }
+
+    fn run_steps(
+        &mut self,
+        steps: &[Step],
+        path: &str,
+        mut current: Vec<f64>,
+        budget: &Budget,
+        seed: u64,
+    ) -> Vec<f64> {
+        let weights = step_weights(steps);
+        for (i, step) in steps.iter().enumerate() {
+            if interrupted() {
+                break;
+            }
+            let rest: f64 = weights[i..].iter().sum();
+            let fraction = if rest > 0.0 { weights[i] / rest } else { 0.0 };
+            let child = budget.share(fraction);
+            let here = format!("{path}[{i}]");
+            current = self.run_step(step, &here, current, &child, derive_seed(seed, i as u64));
+            budget.charge(child.used());
+        }
+        current
+    }
+
+    fn run_step(
+        &mut self,
+        step: &Step,
+        path: &str,
+        current: Vec<f64>,
+        budget: &Budget,
+        seed: u64,
+    ) -> Vec<f64> {
+        let body_path = format!("{path}.body");
+        match step {
+            Step::Repeat { times, body, .. } => {
+                let mut current = current;
+                for t in 0..*times {
+                    let pass = budget.share(1.0 / (times - t) as f64);
+                    current = self.run_steps(
+                        body,
+                        &body_path,
+                        current,
+                        &pass,
+                        derive_seed(seed, t as u64),
+                    );
+                    budget.charge(pass.used());
+                }
+                current
+            }
+            Step::UntilStall { patience, body, .. } => {
+                let mut current = current;
+                let mut stalled = 0;
+                let mut pass = 0u64;
+                while stalled < *patience && budget.exhausted().is_none() {
+                    let before = self.best_score;
+                    let share = budget.share(1.0);
+                    current =
+                        self.run_steps(body, &body_path, current, &share, derive_seed(seed, pass));
+                    budget.charge(share.used());
+                    stalled = if self.direction().better(&self.best_score, &before) {
+                        0
+                    } else {
+                        stalled + 1
+                    };
+                    pass += 1;
+                }
+                current
+            }
+            Step::Restarts { count, body, .. } => {
+                self.restarts(*count, body, &body_path, current, budget, seed)
+            }
+            Step::KeepBest { body, .. } => {
+                let before = self.score(&current);
+                let tried = self.run_steps(body, &body_path, current.clone(), budget, seed);
+                if self.direction().better(&self.score(&tried), &before) {
+                    tried
+                } else {
+                    current
+                }
+            }
+            leaf => self.run_leaf(leaf, path, current, budget, seed),
+        }
+    }
+
+    /// Independent runs of `body` from the same start with derived seeds; the best becomes current.
+    /// Budgets are split up front so that the result does not depend on `jobs`.
+    fn restarts(
+        &mut self,
+        count: usize,
+        body: &[Step],
+        path: &str,
+        current: Vec<f64>,
+        budget: &Budget,
+        seed: u64,
+    ) -> Vec<f64> {
+        let per_run_evaluations = budget.remaining_evaluations().map(|r| r / count as u64);
+        let deadline = budget.deadline;
+        let problem = self.problem;
+        let settings = self.settings;
+        let started = self.started;
+        let run_one = |r: usize| {
+            let mut sub_budget = Budget::unlimited();
+            if let Some(d) = deadline {
+                sub_budget = sub_budget.with_deadline(d);
+            }
+            if let Some(e) = per_run_evaluations {
+                sub_budget = sub_budget.with_max_evaluations(e);
+            }
+            let mut silent = Silent;
+            let mut sub = Runner::new(problem, &current, settings, started, &mut silent);
+            let here = format!("{path}<restart {r}>");
+            let end = sub.run_steps(
+                body,
+                &here,
+                current.clone(),
+                &sub_budget,
+                derive_seed(seed, r as u64),
+            );
+            (
+                sub.best,
+                sub.best_score,
+                end,
+                sub.evaluations,
+                sub.trace.stages,
+            )
+        };
+        let results: Vec<_> = if self.settings.jobs > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.settings.jobs)
+                .build()
+                .map(|pool| pool.install(|| (0..count).into_par_iter().map(run_one).collect()))
+                .unwrap_or_else(|_| (0..count).map(run_one).collect())
+        } else {
+            (0..count).map(run_one).collect()
+        };
+        let mut chosen: Option<(Vec<f64>, f64)> = None;
+        for (best, best_score, _end, evaluations, stages) in results {
+            self.evaluations += evaluations;
+            budget.charge(evaluations);
+            self.trace.stages.extend(stages);
+            self.consider(&best, best_score);
+            let replace = match &chosen {
+                None => true,
+                Some((_, s)) => self.direction().better(&best_score, s),
+            };
+            if replace {
+                chosen = Some((best, best_score));
+            }
+        }
+        chosen.map(|(v, _)| v).unwrap_or(current)
+    }
+
+    fn run_leaf(
+        &mut self,
+        step: &Step,
+        path: &str,
+        current: Vec<f64>,
+        budget: &Budget,
+        seed: u64,
+    ) -> Vec<f64> {
+        let kind = step_kind(step);
+        self.observer.stage_started(path, kind);
+        let slug = self.problem.slug().to_string();
+        let score_before = self.score(&current);
+        let (wall, cpu) = (Instant::now(), trace::cpu_seconds());
+        let StageOutcome { mut values, beta } = match step {
+            Step::Lbfgs { params, .. } => stages::lbfgs::run(&slug, &current, params, budget),
+            Step::Adam { params, .. } => stages::adam::run(&slug, &current, params, budget, seed),
+            Step::Dinkelbach { params, .. } => {
+                stages::dinkelbach::run(&slug, &current, params, budget, seed)
+            }
+            Step::SequentialLp { params, .. } => {
+                stages::sequential_lp::run(&slug, &current, params, budget)
+            }
+            Step::PruneRegrow { params, .. } => {
+                let polish = default_polish(&slug);
+                let mut polish_fn =
+                    |v: &[f64], b: &Budget| stages::lbfgs::run(&slug, v, &polish, b).values;
+                stages::prune_regrow::run(&slug, &current, params, budget, seed, &mut polish_fn)
+            }
+            Step::Resample { params } => plain(stages::resample::with_noise(
+                stages::resample::resample(&current, params.method, params.factor),
+                params.noise,
+                seed,
+            )),
+            Step::Perturb { params } => plain(stages::perturb::perturb(
+                &current,
+                params.fraction,
+                params.scale,
+                seed,
+            )),
+            Step::Symmetrize => plain(stages::symmetrize::symmetrize(&current)),
+            Step::Finalize { params } => {
+                plain(stages::finalize::run(self.problem, &current, params))
+            }
+            control => unreachable!("control step {} handled by run_step", step_kind(control)),
+        };
+        let repaired = self.problem.repair(&mut values);
+        if self.problem.check(&values).is_err() {
+            // A stage that cannot produce a valid construction leaves its input unchanged.
+            values = current;
+        }
+        self.evaluations += budget.used();
+        let score_after = self.score(&values);
+        let gain = match self.direction() {
+            Direction::Minimize => score_before - score_after,
+            Direction::Maximize => score_after - score_before,
+        };
+        let record = StageRecord {
+            path: path.to_string(),
+            kind: kind.to_string(),
+            score_before,
+            score_after,
+            gain,
+            evaluations: budget.used(),
+            seconds: wall.elapsed().as_secs_f64(),
+            cpu_seconds: trace::cpu_seconds() - cpu,
+            beta,
+            n: values.len(),
+            active_set: trace::active_set(&self.problem.lags(&values), 1e-9),
+            dead_cells: values.iter().filter(|&&x| x == 0.0).count(),
+            repaired,
+        };
+        self.observer.stage_finished(&record);
+        self.trace.stages.push(record);
+        self.consider(&values, score_after);
+        values
+    }
+}
+
+/// A stage outcome without a temperature.
+fn plain(values: Vec<f64>) -> StageOutcome {
+    StageOutcome { values, beta: None }
+}
+
+/// The polish prune–regrow uses between levels: a short high-β L-BFGS cascade.
+fn default_polish(slug: &str) -> crate::program::LbfgsParams {
+    use crate::program::{LbfgsParams, ParameterisationName, SmoothMaxName};
+    let parameterisation = match slug {
+        "third-autocorrelation-inequality" => ParameterisationName::Raw,
+        "erdos-min-overlap" => ParameterisationName::Sigmoid,
+        _ => ParameterisationName::Square,
+    };
+    LbfgsParams {
+        parameterisation,
+        smooth_max: SmoothMaxName::LogSumExp,
+        betas: vec![1e4, 1e6],
+        history: 50,
+        iterations: 300,
+    }
+}
+
+/// Budget weights of a step list: a stated share, or an even split of the unstated rest among
+/// the optimizing steps; transforming steps (resample, perturb, …) need no budget.
+fn step_weights(steps: &[Step]) -> Vec<f64> {
+    let stated: f64 = steps.iter().filter_map(Step::share).sum();
+    let unstated = steps
+        .iter()
+        .filter(|s| s.share().is_none() && optimizes(s))
+        .count();
+    let each = if unstated > 0 {
+        (1.0 - stated).max(0.0) / unstated as f64
+    } else {
+        0.0
+    };
+    steps
+        .iter()
+        .map(|s| match s.share() {
+            Some(share) => share,
+            None if optimizes(s) => each,
+            None => 0.0,
+        })
+        .collect()
+}
+
+/// Whether a step spends objective evaluations.
+fn optimizes(step: &Step) -> bool {
+    !matches!(
+        step,
+        Step::Resample { .. } | Step::Perturb { .. } | Step::Symmetrize | Step::Finalize { .. }
+    )
+}
+
+/// The `kind` name of a step as written in program files.
+pub fn step_kind(step: &Step) -> &'static str {
+    match step {
+        Step::Lbfgs { .. } => "lbfgs",
+        Step::Adam { .. } => "adam",
+        Step::Dinkelbach { .. } => "dinkelbach",
+        Step::SequentialLp { .. } => "sequential_lp",
+        Step::Resample { .. } => "resample",
+        Step::Perturb { .. } => "perturb",
+        Step::PruneRegrow { .. } => "prune_regrow",
+        Step::Symmetrize => "symmetrize",
+        Step::Finalize { .. } => "finalize",
+        Step::Repeat { .. } => "repeat",
+        Step::UntilStall { .. } => "until_stall",
+        Step::Restarts { .. } => "restarts",
+        Step::KeepBest { .. } => "keep_best",
+    }
+}

@@ -1,0 +1,87 @@
+//! What a run records: the best score over time and evaluations, and one record per stage.
+
+use serde::{Deserialize, Serialize};
+
+/// The best score at a moment of the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TracePoint {
+    /// Wall seconds since the run started.
+    pub seconds: f64,
+    /// Objective evaluations so far.
+    pub evaluations: u64,
+    /// Best float64 score so far.
+    pub score: f64,
+}
+
+/// What one stage did.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageRecord {
+    /// Where the stage sits in the program, e.g. `steps[1].body[0]`.
+    pub path: String,
+    /// The stage's kind, e.g. `lbfgs`.
+    pub kind: String,
+    /// Float64 score of its input.
+    pub score_before: f64,
+    /// Float64 score of its output (after repair).
+    pub score_after: f64,
+    /// Improvement in the problem's direction (positive = better).
+    pub gain: f64,
+    /// Objective evaluations it used.
+    pub evaluations: u64,
+    /// Wall seconds it took.
+    pub seconds: f64,
+    /// CPU seconds of the process while it ran.
+    pub cpu_seconds: f64,
+    /// Last smoothing temperature, if it used one.
+    pub beta: Option<f64>,
+    /// Length of its output.
+    pub n: usize,
+    /// Lags within 1e-9 (relative) of the maximum lag after the stage.
+    pub active_set: usize,
+    /// Cells exactly zero after the stage.
+    pub dead_cells: usize,
+    /// Cells the problem's repair had to change after the stage.
+    pub repaired: usize,
+}
+
+/// The run's history.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Trace {
+    /// Best score after each improvement.
+    pub points: Vec<TracePoint>,
+    /// One record per stage executed.
+    pub stages: Vec<StageRecord>,
+}
+
+/// Number of lags within `tolerance` (relative to the peak's magnitude) of the peak.
+pub fn active_set(lags: &[f64], tolerance: f64) -> usize {
+    let peak = lags.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+    let slack = tolerance * peak.abs().max(f64::MIN_POSITIVE);
+    lags.iter().filter(|&&x| x >= peak - slack).count()
+}
+
+/// Process CPU seconds (user + system) so far; 0 where unavailable.
+pub fn cpu_seconds() -> f64 {
+    // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks (100 Hz on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            let after = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let ticks =
+                fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn active_set_counts_near_ties() {
+        assert_eq!(active_set(&[1.0, 0.5, 1.0 - 1e-12, 1.0 - 1e-6], 1e-9), 2);
+        assert_eq!(active_set(&[-1.0, -2.0], 1e-9), 1);
+    }
+}

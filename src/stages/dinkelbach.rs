@@ -1,0 +1,542 @@
+//! Dinkelbach's method for the second problem's ratio score (DOMAIN.md: "Ratio objectives").
+//!
+//! The score is `N/D` with `N = L2²` (the arena's piecewise-linear quadrature of `c = f∗f`) and
+//! `D = L1·L∞`. With `L∞` replaced by the smooth `D̃ = L1²·SM(c/L1)` (the surrogate of
+//! [`crate::objective::second_autocorrelation`]), each round fixes `λ` = the current true score
+//! and maximises `N − λ·D̃` with the inner L-BFGS β cascade, then sets `λ ← N/D` (true score) at
+//! the round's result. `N − λD̃` is homogeneous of degree 4 in `f`, so it is unbounded along the
+//! scale direction once positive; each round therefore maximises it on the slice `Σf = S₀` (the
+//! round's starting sum), written as the scale-free function
+//!
+//! `Φ(f) = −(S₀/Σf)⁴·(N(f) − λ·D̃(f))/D₀`,
+//!
+//! minimised over the free variables `v` (`f = φ(v)`), with `D₀ = L1·L∞` at the round's start, so
+//! that `Φ` is unit-sized (`Φ ≈ λ − N/D̃` near the start). Gradient:
+//! `∂Φ/∂f_i = −(S₀/Σf)⁴·(∂G/∂f_i − 4G/Σf)/D₀`, `G = N − λD̃`.
+//!
+//! The budget is split evenly over the rounds (what a round leaves passes on); every evaluation of
+//! `Φ` is charged. The stage returns the best construction by the true score among the start and
+//! the end of every β stage of every round, so it is never worse than the start.
+//!
+//! For every other problem the stage runs the inner cascade once on the problem's plain surrogate
+//! (same best-by-true-score rule). The method is deterministic; the seed is accepted for the
+//! stages' common signature and unused.
+
+use super::StageOutcome;
+use crate::objective::fft::ConvolutionWorkspace;
+use crate::objective::{objective_for, Objective, SmoothMax};
+use crate::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings, Parameterisation};
+use crate::problems::{Direction, Problem};
+use crate::program::stages::DinkelbachParams;
+
+/// The slug this stage's Dinkelbach iteration is for.
+const SECOND: &str = "second-autocorrelation-inequality";
+
+/// Numerator `N = L2²` and smoothed denominator `D̃ = L1²·SM(c/L1)` of the second problem's
+/// score for `f ≥ 0`, `c = f∗f`, with their gradients, through a preallocated FFT workspace.
+///
+/// With `m = 2n − 1` lags, `I = m + 1` intervals and `h = 1/I`:
+/// `N = (h/3)·(2·Σc_k² + Σc_k·c_(k+1))`, `∂N/∂c_k = (h/3)(4c_k + c_(k−1) + c_(k+1))`;
+/// `L = Σc/I`, `u = c/L`, `M = SM(u)`, `w = ∂SM/∂u`, `D̃ = L²M`,
+/// `∂D̃/∂c_k = 2LM/I + L·(w_k − Σ_j w_j u_j/I)`; then `∂/∂f = 2·(∂/∂c ⋆ f)`.
+pub struct RatioTerms {
+    smooth: SmoothMax,
+    workspace: ConvolutionWorkspace,
+    /// `c = f∗f` (length `2n − 1`).
+    conv: Vec<f64>,
+    /// `u = c/L`, then the gradient with respect to `c` (length `2n − 1`).
+    unit: Vec<f64>,
+    /// `∂SM/∂u` (length `2n − 1`).
+    weights: Vec<f64>,
+}
+
+impl RatioTerms {
+    /// Workspaces for arrays of length `n ≥ 1`, with the smooth max `smooth` inside `D̃`.
+    pub fn new(n: usize, smooth: SmoothMax) -> Self {
+        RatioTerms {
+            smooth,
+            workspace: ConvolutionWorkspace::new(n),
+            conv: vec![0.0; 2 * n - 1],
+            unit: vec![0.0; 2 * n - 1],
+            weights: vec![0.0; 2 * n - 1],
+        }
+    }
+
+    /// `(N, D̃)` at `f` (assumed `≥ 0` with a positive sum), writing the gradient of
+    /// `a·N + b·D̃` with respect to `f` into `grad` (same length as `f`).
+    pub fn evaluate(&mut self, f: &[f64], a: f64, b: f64, grad: &mut [f64]) -> (f64, f64) {
+        assert_eq!(grad.len(), f.len());
+        self.workspace.autoconvolve(f, &mut self.conv);
+        let c = &self.conv;
+        let m = c.len();
+        let intervals = (m + 1) as f64;
+        let h = 1.0 / intervals;
+        let (numerator, l1) = numerator_and_l1(c);
+        let inv_l1 = 1.0 / l1;
+        self.unit
+            .iter_mut()
+            .zip(c)
+            .for_each(|(u, ck)| *u = ck * inv_l1);
+        let sm = self.smooth.value_and_weights(&self.unit, &mut self.weights);
+        let weighted: f64 = self
+            .weights
+            .iter()
+            .zip(&self.unit)
+            .map(|(w, u)| w * u)
+            .sum();
+        let denominator = l1 * l1 * sm;
+        let quad = a * h / 3.0;
+        let constant = b * (2.0 * l1 * sm / intervals - l1 * weighted / intervals);
+        let per_weight = b * l1;
+        for k in 0..m {
+            let prev = if k > 0 { c[k - 1] } else { 0.0 };
+            let next = if k + 1 < m { c[k + 1] } else { 0.0 };
+            self.unit[k] =
+                quad * (4.0 * c[k] + prev + next) + constant + per_weight * self.weights[k];
+        }
+        self.workspace.autoconvolution_adjoint(&self.unit, grad);
+        (numerator, denominator)
+    }
+
+    /// `(N, L1·L∞)` at `f ≥ 0` without smoothing or gradient.
+    pub fn true_parts(&mut self, f: &[f64]) -> (f64, f64) {
+        self.workspace.autoconvolve(f, &mut self.conv);
+        let (numerator, l1) = numerator_and_l1(&self.conv);
+        let peak = self.conv.iter().fold(0.0f64, |m, &x| m.max(x.abs()));
+        (numerator, l1 * peak)
+    }
+}
+
+/// `N = (h/3)(2Σc² + Σc_k c_(k+1))` and `L1 = Σc/(m+1)` of the convolution `c`.
+fn numerator_and_l1(c: &[f64]) -> (f64, f64) {
+    let m = c.len();
+    let intervals = (m + 1) as f64;
+    let mut squares = 0.0;
+    let mut neighbours = 0.0;
+    let mut total = 0.0;
+    for k in 0..m {
+        squares += c[k] * c[k];
+        total += c[k];
+        if k + 1 < m {
+            neighbours += c[k] * c[k + 1];
+        }
+    }
+    (
+        (2.0 * squares + neighbours) / (3.0 * intervals),
+        total / intervals,
+    )
+}
+
+/// One Dinkelbach round's objective `Φ(f) = −(S₀/Σf)⁴·(N − λD̃)/D₀` (see the module docs), to
+/// minimise.
+pub struct DinkelbachObjective {
+    terms: RatioTerms,
+    lambda: f64,
+    sum0: f64,
+    d0: f64,
+}
+
+impl DinkelbachObjective {
+    /// `Φ` for arrays of length `n ≥ 1` with `λ = lambda`, the slice `Σf = sum0` and the scale
+    /// `d0 > 0`.
+    pub fn new(n: usize, smooth: SmoothMax, lambda: f64, sum0: f64, d0: f64) -> Self {
+        DinkelbachObjective {
+            terms: RatioTerms::new(n, smooth),
+            lambda,
+            sum0,
+            d0,
+        }
+    }
+
+    /// `Φ(f)`, writing `∂Φ/∂f` into `grad`.
+    pub fn value_and_gradient(&mut self, f: &[f64], grad: &mut [f64]) -> f64 {
+        let (numerator, denominator) = self.terms.evaluate(f, 1.0, -self.lambda, grad);
+        let gap = numerator - self.lambda * denominator;
+        let sum: f64 = f.iter().sum();
+        let ratio = self.sum0 / sum;
+        let factor = -(ratio * ratio) * (ratio * ratio) / self.d0;
+        let shift = 4.0 * gap / sum;
+        grad.iter_mut().for_each(|g| *g = factor * (*g - shift));
+        factor * gap
+    }
+}
+
+/// The best valid construction seen, by the true score in the problem's direction.
+struct Best {
+    direction: Direction,
+    values: Vec<f64>,
+    score: f64,
+}
+
+impl Best {
+    /// Starts from `start` (its score NaN when it is invalid, so that any valid point beats it).
+    fn new(problem: &dyn Problem, scorer: &mut dyn Objective, start: &[f64]) -> Self {
+        let score = if problem.check(start).is_ok() {
+            scorer.score(start)
+        } else {
+            f64::NAN
+        };
+        Best {
+            direction: problem.spec().direction,
+            values: start.to_vec(),
+            score,
+        }
+    }
+
+    /// Keeps `f` if it is valid and strictly better; returns its true score (NaN if invalid).
+    fn offer(&mut self, problem: &dyn Problem, scorer: &mut dyn Objective, f: &[f64]) -> f64 {
+        if problem.check(f).is_err() {
+            return f64::NAN;
+        }
+        let score = scorer.score(f);
+        if score.is_finite() && (self.score.is_nan() || self.direction.better(&score, &self.score))
+        {
+            self.score = score;
+            self.values.clear();
+            self.values.extend_from_slice(f);
+        }
+        score
+    }
+}
+
+/// Runs Dinkelbach's method from `start` on the second problem (the plain inner cascade on any
+/// other problem; see the module docs) and returns the best construction by the true score —
+/// `start` itself if nothing valid beat it, or for an unknown slug or an empty start.
+pub fn run(
+    slug: &str,
+    start: &[f64],
+    params: &DinkelbachParams,
+    budget: &Budget,
+    seed: u64,
+) -> StageOutcome {
+    let _ = seed; // deterministic method
+    let inner = &params.inner;
+    let last_beta = inner.betas.last().copied();
+    let n = start.len();
+    let unchanged = StageOutcome {
+        values: start.to_vec(),
+        beta: last_beta,
+    };
+    let Ok(problem) = crate::problems::by_slug(slug) else {
+        return unchanged;
+    };
+    // Only `score` of this objective is used (its smooth max is irrelevant).
+    let Some(mut scorer) = objective_for(slug, n, SmoothMax::PNorm { p: 2.0 }) else {
+        return unchanged;
+    };
+    let mut best = Best::new(problem.as_ref(), scorer.as_mut(), start);
+    let param = inner.parameterisation.build();
+    let settings = LbfgsSettings {
+        history: inner.history,
+        max_iterations: inner.iterations,
+        // The gradient's scale depends on n and on the values' scale: stop on the budget, the
+        // iteration limit or a stalled line search instead.
+        tolerance_grad: 0.0,
+        ..LbfgsSettings::default()
+    };
+    let mut f = vec![0.0; n];
+    let mut offer_stages = |stages: &[crate::optimize::CascadeStage], best: &mut Best| {
+        for stage in stages {
+            param.forward(&stage.outcome.v, &mut f);
+            best.offer(problem.as_ref(), scorer.as_mut(), &f);
+        }
+    };
+
+    if slug != SECOND {
+        let outcome = cascade(
+            &inner.betas,
+            |beta| {
+                let mut objective = objective_for(slug, n, inner.smooth_max.build(beta))
+                    .expect("a known slug with n ≥ 1");
+                param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
+            },
+            param.inverse(start),
+            &settings,
+            budget,
+            &BudgetSplit::Even,
+        );
+        offer_stages(&outcome.stages, &mut best);
+        return StageOutcome {
+            values: best.values,
+            beta: last_beta,
+        };
+    }
+
+    let mut v = param.inverse(start);
+    let mut current = vec![0.0; n];
+    let mut terms = RatioTerms::new(n, SmoothMax::PNorm { p: 2.0 });
+    for round in 0..params.rounds {
+        if budget.exhausted().is_some() {
+            break;
+        }
+        param.forward(&v, &mut current);
+        let (numerator, denominator) = terms.true_parts(&current);
+        let lambda = numerator / denominator;
+        let sum0: f64 = current.iter().sum();
+        if !(lambda.is_finite() && denominator > 0.0 && sum0 > 0.0) {
+            break;
+        }
+        let share = budget.share(1.0 / (params.rounds - round) as f64);
+        let outcome = round_cascade(
+            n,
+            inner.smooth_max,
+            &inner.betas,
+            param,
+            (lambda, sum0, denominator),
+            v.clone(),
+            &settings,
+            &share,
+        );
+        budget.charge(share.used());
+        if std::env::var("DK_DEBUG").is_ok() {
+            for st in &outcome.stages {
+                let mut ff = vec![0.0; n];
+                param.forward(&st.outcome.v, &mut ff);
+                eprintln!(
+                    "round {round} λ {lambda:.12} β {:e}: value {:e} iters {} evals {} stopped {} true {:.12}",
+                    st.beta, st.outcome.value, st.outcome.iterations, st.outcome.evaluations, st.outcome.stopped,
+                    scorer.score(&ff)
+                );
+            }
+        }
+        offer_stages(&outcome.stages, &mut best);
+        if outcome.stages.is_empty() {
+            break;
+        }
+        v = outcome.v;
+    }
+    StageOutcome {
+        values: best.values,
+        beta: last_beta,
+    }
+}
+
+/// One round: the β cascade of L-BFGS runs on `Φ` with `(λ, S₀, D₀) = round`, from `v0`.
+#[allow(clippy::too_many_arguments)]
+fn round_cascade(
+    n: usize,
+    smooth: crate::program::stages::SmoothMaxName,
+    betas: &[f64],
+    param: Parameterisation,
+    round: (f64, f64, f64),
+    v0: Vec<f64>,
+    settings: &LbfgsSettings,
+    budget: &Budget,
+) -> crate::optimize::CascadeOutcome {
+    let (lambda, sum0, d0) = round;
+    cascade(
+        betas,
+        |beta| {
+            let mut objective = DinkelbachObjective::new(n, smooth.build(beta), lambda, sum0, d0);
+            let param = param;
+            let mut f = Vec::new();
+            let mut grad_f = Vec::new();
+            move |v: &[f64], grad_v: &mut [f64]| {
+                f.resize(v.len(), 0.0);
+                grad_f.resize(v.len(), 0.0);
+                param.forward(v, &mut f);
+                let value = objective.value_and_gradient(&f, &mut grad_f);
+                param.backward(v, &grad_f, grad_v);
+                value
+            }
+        },
+        v0,
+        settings,
+        budget,
+        &BudgetSplit::Even,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::stages::{LbfgsParams, ParameterisationName, SmoothMaxName};
+
+    fn cosine_bump(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let x = -0.25 + 0.5 * (i as f64 + 0.5) / n as f64;
+                (2.0 * std::f64::consts::PI * x).cos().powi(2)
+            })
+            .collect()
+    }
+
+    fn score(slug: &str, f: &[f64]) -> f64 {
+        crate::problems::by_slug(slug).unwrap().score_fast(f).value
+    }
+
+    fn params(betas: Vec<f64>, rounds: usize) -> DinkelbachParams {
+        DinkelbachParams {
+            rounds,
+            inner: LbfgsParams {
+                parameterisation: ParameterisationName::Square,
+                smooth_max: SmoothMaxName::LogSumExp,
+                betas,
+                history: 50,
+                iterations: 300,
+            },
+        }
+    }
+
+    /// Central differences of `value(f)` against `grad`, coordinate by coordinate.
+    fn check(f: &[f64], grad: &[f64], mut value: impl FnMut(&[f64]) -> f64, what: &str) {
+        let scale = grad.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+        let mut x = f.to_vec();
+        for i in 0..f.len() {
+            let step = 1e-5 * f[i].abs().max(1e-2);
+            x[i] = f[i] + step;
+            let up = value(&x);
+            x[i] = f[i] - step;
+            let down = value(&x);
+            x[i] = f[i];
+            let fd = (up - down) / (2.0 * step);
+            assert!(
+                (fd - grad[i]).abs() <= 1e-6 * scale,
+                "{what} i={i}: fd {fd:e} vs {:e} (‖g‖∞ {scale:e})",
+                grad[i]
+            );
+        }
+    }
+
+    #[test]
+    fn numerator_and_denominator_gradients_match_central_differences() {
+        let smooths = [
+            SmoothMax::LogSumExp { beta: 5.0 },
+            SmoothMax::LogSumExp { beta: 200.0 },
+            SmoothMax::PNorm { p: 6.0 },
+        ];
+        for (n, seed) in [(5usize, 1u64), (33, 2), (128, 3)] {
+            let f = crate::objective::testing::random(n, seed, 0.05, 1.0);
+            for smooth in smooths {
+                let mut terms = RatioTerms::new(n, smooth);
+                let mut grad = vec![0.0; n];
+                let mut scratch = vec![0.0; n];
+                terms.evaluate(&f, 1.0, 0.0, &mut grad);
+                check(
+                    &f,
+                    &grad,
+                    |x| terms.evaluate(x, 0.0, 0.0, &mut scratch).0,
+                    "N",
+                );
+                terms.evaluate(&f, 0.0, 1.0, &mut grad);
+                check(
+                    &f,
+                    &grad,
+                    |x| terms.evaluate(x, 0.0, 0.0, &mut scratch).1,
+                    &format!("D̃ {smooth:?}"),
+                );
+                // Φ, on a slice other than f's own sum.
+                let sum0 = 0.7 * f.iter().sum::<f64>();
+                let mut phi = DinkelbachObjective::new(n, smooth, 0.8, sum0, 0.3);
+                phi.value_and_gradient(&f, &mut grad);
+                check(&f, &grad, |x| phi.value_and_gradient(x, &mut scratch), "Φ");
+            }
+        }
+    }
+
+    #[test]
+    fn parts_agree_with_the_true_score_and_the_surrogate() {
+        let n = 200;
+        let f = crate::objective::testing::random(n, 9, 0.0, 1.0);
+        let mut terms = RatioTerms::new(n, SmoothMax::LogSumExp { beta: 1e12 });
+        let (num, den) = terms.true_parts(&f);
+        let truth = score(SECOND, &f);
+        assert!((num / den - truth).abs() <= 1e-12 * truth);
+        let mut grad = vec![0.0; n];
+        let (num2, den2) = terms.evaluate(&f, 1.0, 0.0, &mut grad);
+        assert_eq!(num, num2);
+        assert!((den2 / den - 1.0).abs() < 1e-9, "{den2} vs {den}");
+    }
+
+    #[test]
+    fn raises_the_cosine_bump_score_within_the_budget() {
+        for n in [64usize, 128] {
+            let start = cosine_bump(n);
+            let budget = Budget::evaluations(1_500);
+            let out = run(SECOND, &start, &params(vec![1e2, 1e3], 3), &budget, 0);
+            let (before, after) = (score(SECOND, &start), score(SECOND, &out.values));
+            assert!(after > before + 1e-3, "n={n}: {before} → {after}");
+            assert!(budget.used() <= 1_500);
+            assert_eq!(out.beta, Some(1e3));
+            assert!(crate::problems::by_slug(SECOND)
+                .unwrap()
+                .check(&out.values)
+                .is_ok());
+        }
+    }
+
+    #[test]
+    fn never_worse_than_the_start_and_never_over_budget() {
+        // A very low β biases the surrogate: whatever the inner runs find, the true score decides.
+        let start = cosine_bump(64);
+        for limit in [0u64, 1, 7, 60, 400] {
+            let budget = Budget::evaluations(limit);
+            let out = run(SECOND, &start, &params(vec![1.0, 3.0], 4), &budget, 0);
+            assert!(budget.used() <= limit, "{} > {limit}", budget.used());
+            assert!(score(SECOND, &out.values) >= score(SECOND, &start));
+        }
+        // Another problem: the plain cascade, same rules.
+        let first = "first-autocorrelation-inequality";
+        for limit in [0u64, 5, 300] {
+            let budget = Budget::evaluations(limit);
+            let out = run(first, &start, &params(vec![1e1, 1e3], 2), &budget, 0);
+            assert!(budget.used() <= limit);
+            assert!(score(first, &out.values) <= score(first, &start));
+        }
+        let budget = Budget::evaluations(300);
+        let out = run(first, &start, &params(vec![1e2, 1e3], 2), &budget, 0);
+        assert!(score(first, &out.values) < score(first, &start) - 1e-2);
+    }
+
+    #[test]
+    fn deterministic_under_an_evaluation_budget() {
+        let start = cosine_bump(64);
+        let p = params(vec![1e2, 1e3], 2);
+        let a = run(SECOND, &start, &p, &Budget::evaluations(300), 0);
+        let b = run(SECOND, &start, &p, &Budget::evaluations(300), 5);
+        let bits = |f: &[f64]| f.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a.values), bits(&b.values));
+    }
+
+    /// Scratch experiment on the arena start (n = 50,000), 30 s of wall budget.
+    #[test]
+    #[ignore]
+    fn scratch_alphaevolve_30s() {
+        let path = std::path::Path::new(
+            "/work/shared/arena/second-autocorrelation-inequality/alphaevolve.json",
+        );
+        let start = crate::construction::read_values(path).unwrap();
+        let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+        let betas: Vec<f64> = env("DK_BETAS", "1e5,1e6")
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let mut p = params(betas, env("DK_ROUNDS", "3").parse().unwrap());
+        p.inner.history = env("DK_HIST", "200").parse().unwrap();
+        p.inner.iterations = env("DK_ITERS", "100000").parse().unwrap();
+        p.inner.parameterisation = match env("DK_PARAM", "square").as_str() {
+            "exp" => ParameterisationName::Exp,
+            "raw" => ParameterisationName::Raw,
+            _ => ParameterisationName::Square,
+        };
+        if env("DK_SMOOTH", "lse") == "pnorm" {
+            p.inner.smooth_max = SmoothMaxName::PNorm;
+        }
+        let secs: f64 = env("DK_SECS", "30").parse().unwrap();
+        let budget = Budget::unlimited().with_time_limit(std::time::Duration::from_secs_f64(secs));
+        let t = std::time::Instant::now();
+        let out = if env("DK_PLAIN", "0") == "1" {
+            // the plain surrogate cascade, for comparison
+            super::super::lbfgs::run(SECOND, &start, &p.inner, &budget)
+        } else {
+            run(SECOND, &start, &p, &budget, 0)
+        };
+        let (before, after) = (score(SECOND, &start), score(SECOND, &out.values));
+        println!(
+            "{p:?}\nstart {before:.12} end {after:.12} gain {:.3e} evals {} in {:.1}s",
+            after - before,
+            budget.used(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+}

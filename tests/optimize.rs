@@ -1,0 +1,259 @@
+//! The runner and `milo optimize`: seed programs run and return valid constructions, results are
+//! reproducible for a seed and an evaluation budget (also across --jobs), improvements are
+//! verified exactly, nothing a user wrote is overwritten, and Ctrl-C writes the best so far.
+
+mod common;
+use common::{milo, root};
+use milo::construction::read_values;
+use milo::problems::by_slug;
+use milo::program::Program;
+use milo::runner::{run_program, RunSettings, Silent};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn start_of(slug: &str) -> Vec<f64> {
+    let dir = root().join("constructions").join(slug);
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    read_values(&file).unwrap()
+}
+
+fn program(name: &str) -> Program {
+    Program::load(&root().join("problems/optimizers").join(name)).unwrap()
+}
+
+fn settings(evaluations: u64, jobs: usize) -> RunSettings {
+    RunSettings {
+        seed: 7,
+        seconds: None,
+        evaluations: Some(evaluations),
+        jobs,
+    }
+}
+
+/// Every seed program parses and runs on a problem it is meant for, returning a valid
+/// construction whose exact score is no worse than the start's.
+#[test]
+fn seed_programs_run_and_never_return_worse_or_invalid() {
+    let cases = [
+        ("lbfgs-cascade.toml", "first-autocorrelation-inequality"),
+        (
+            "resolution-cascade.toml",
+            "third-autocorrelation-inequality",
+        ),
+        ("basin-hopping.toml", "first-autocorrelation-inequality"),
+        ("adam-explore.toml", "first-autocorrelation-inequality"),
+        ("restarts.toml", "second-autocorrelation-inequality"),
+        ("prune-regrow.toml", "first-autocorrelation-inequality"),
+        ("sequential-lp.toml", "first-autocorrelation-inequality"),
+        ("dinkelbach.toml", "second-autocorrelation-inequality"),
+    ];
+    for (file, slug) in cases {
+        let problem = by_slug(slug).unwrap();
+        let start = start_of(slug);
+        let outcome = run_program(
+            problem.as_ref(),
+            &start,
+            &program(file),
+            &settings(400, 1),
+            &mut Silent,
+        )
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
+        problem
+            .check(&outcome.best)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(
+            problem.score_exact(&outcome.best),
+            outcome.best_exact,
+            "{file}"
+        );
+        let direction = problem.spec().direction;
+        assert!(
+            !direction.better(&outcome.start_exact, &outcome.best_exact),
+            "{file}"
+        );
+        assert!(
+            outcome.evaluations <= 400,
+            "{file}: {}",
+            outcome.evaluations
+        );
+        assert!(!outcome.trace.stages.is_empty(), "{file}");
+    }
+}
+
+#[test]
+fn same_seed_and_evaluation_budget_give_the_same_bits_for_any_jobs() {
+    let slug = "second-autocorrelation-inequality";
+    let problem = by_slug(slug).unwrap();
+    let start = start_of(slug);
+    let p = program("restarts.toml");
+    let bits = |jobs| {
+        let o = run_program(
+            problem.as_ref(),
+            &start,
+            &p,
+            &settings(600, jobs),
+            &mut Silent,
+        )
+        .unwrap();
+        o.best.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    let one = bits(1);
+    assert_eq!(one, bits(1));
+    assert_eq!(one, bits(2));
+}
+
+#[test]
+fn default_programs_parse_and_improve_project_starts() {
+    for problem in milo::problems::all() {
+        let slug = problem.slug();
+        let text = std::fs::read_to_string(
+            root().join(format!("problems/optimizers/{slug}.default.toml")),
+        )
+        .unwrap();
+        let p = Program::parse(&text, std::path::Path::new("default")).unwrap();
+        let start = start_of(slug);
+        let outcome = run_program(
+            problem.as_ref(),
+            &start,
+            &p,
+            &settings(1500, 1),
+            &mut Silent,
+        )
+        .unwrap();
+        assert!(
+            outcome.improved,
+            "{slug}: no verified improvement on a simple start"
+        );
+    }
+}
+
+#[test]
+fn optimize_cli_reports_json_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("best.json");
+    let start =
+        root().join("constructions/third-autocorrelation-inequality/capped-arcsine-400.json");
+    let args = [
+        "optimize",
+        "third-autocorrelation-inequality",
+        "--start",
+        start.to_str().unwrap(),
+        "--evaluations",
+        "800",
+        "--seed",
+        "3",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = milo(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = run.json();
+    for key in [
+        "start_exact",
+        "best_exact",
+        "improvement",
+        "evaluations",
+        "seconds",
+    ] {
+        assert!(!report[key].is_null(), "{key}");
+    }
+    assert_eq!(report["improved"], true);
+    let verify = milo(&[
+        "verify",
+        "third-autocorrelation-inequality",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(verify.json()["score_exact"], report["best_exact"]);
+    // A second run must not overwrite the file it wrote.
+    let again = milo(&args);
+    assert_eq!(again.code, 2);
+    assert!(again.stderr.contains("exists"));
+}
+
+#[test]
+fn ctrl_c_writes_the_best_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("best.json");
+    let start =
+        root().join("constructions/first-autocorrelation-inequality/capped-arcsine-600.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "optimize",
+            "first-autocorrelation-inequality",
+            "--start",
+            start.to_str().unwrap(),
+            "--budget",
+            "600",
+            "--program",
+            root()
+                .join("problems/optimizers/basin-hopping.toml")
+                .to_str()
+                .unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first stderr line says the handler is installed.
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("Ctrl-C"), "{line}");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["interrupted"], true);
+    let verify = milo(&[
+        "verify",
+        "first-autocorrelation-inequality",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(verify.code, 0);
+    assert_eq!(verify.json()["score_exact"], report["best_exact"]);
+}
+
+#[test]
+fn bad_program_files_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"square\"\nbetaz = [1]\n",
+    )
+    .unwrap();
+    let start =
+        root().join("constructions/first-autocorrelation-inequality/capped-arcsine-600.json");
+    let run = milo(&[
+        "optimize",
+        "first-autocorrelation-inequality",
+        "--start",
+        start.to_str().unwrap(),
+        "--program",
+        bad.to_str().unwrap(),
+        "--out",
+        dir.path().join("o.json").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("betaz") && run.stderr.contains("line"),
+        "{}",
+        run.stderr
+    );
+}
