@@ -4,7 +4,7 @@
 //! - [`param`]: parameterisations `f = φ(v)` (square, exp, sigmoid, raw) with their chain rule;
 //! - [`mask`]: frozen cells (gradient entries zeroed);
 //! - [`budget`]: evaluation and wall-clock limits shared across stages;
-//! - [`lbfgs`]: L-BFGS (argmin, Moré–Thuente strong-Wolfe line search) keeping the best point;
+//! - [`lbfgs`]: in-place L-BFGS with a strong-Wolfe line search, keeping the best point;
 //! - [`cascade`](mod@cascade): a β cascade of L-BFGS runs, each warm-started from the previous best.
 
 pub mod budget;
@@ -12,7 +12,6 @@ pub mod cascade;
 pub mod lbfgs;
 pub mod mask;
 pub mod param;
-mod tracked;
 
 #[cfg(test)]
 mod lbfgs_tests;

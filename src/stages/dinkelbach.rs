@@ -295,7 +295,7 @@ pub fn run(
                 eprintln!(
                     "round {round} λ {lambda:.12} β {:e}: value {:e} iters {} evals {} stopped {} true {:.12}",
                     st.beta, st.outcome.value, st.outcome.iterations, st.outcome.evaluations, st.outcome.stopped,
-                    scorer.score(&ff)
+                    crate::problems::by_slug(SECOND).unwrap().score_fast(&ff).value
                 );
             }
         }
@@ -505,8 +505,15 @@ mod tests {
         let path = std::path::Path::new(
             "/work/shared/arena/second-autocorrelation-inequality/alphaevolve.json",
         );
-        let start = crate::construction::read_values(path).unwrap();
+        let original = crate::construction::read_values(path).unwrap();
         let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+        let revive: f64 = env("DK_REVIVE", "0").parse().unwrap();
+        let top = original.iter().cloned().fold(0.0f64, f64::max);
+        let start: Vec<f64> = original
+            .iter()
+            .map(|&x| if x == 0.0 { revive * top } else { x })
+            .collect();
+        println!("revived start {:.12}", score(SECOND, &start));
         let betas: Vec<f64> = env("DK_BETAS", "1e5,1e6")
             .split(',')
             .map(|x| x.parse().unwrap())
@@ -531,12 +538,43 @@ mod tests {
         } else {
             run(SECOND, &start, &p, &budget, 0)
         };
-        let (before, after) = (score(SECOND, &start), score(SECOND, &out.values));
+        let (before, after) = (score(SECOND, &original), score(SECOND, &out.values));
         println!(
             "{p:?}\nstart {before:.12} end {after:.12} gain {:.3e} evals {} in {:.1}s",
             after - before,
             budget.used(),
             t.elapsed().as_secs_f64()
         );
+    }
+
+    #[test]
+    #[ignore]
+    fn scratch_kkt() {
+        let path = std::path::Path::new(
+            "/work/shared/arena/second-autocorrelation-inequality/alphaevolve.json",
+        );
+        let f = crate::construction::read_values(path).unwrap();
+        let n = f.len();
+        for beta in [1e7, 1e8, 1e9] {
+            let mut terms = RatioTerms::new(n, SmoothMax::PNorm { p: 2.0 });
+            let (num, den) = terms.true_parts(&f);
+            let lambda = num / den;
+            let sum0: f64 = f.iter().sum();
+            let mut phi =
+                DinkelbachObjective::new(n, SmoothMax::LogSumExp { beta }, lambda, sum0, den);
+            let mut g = vec![0.0; n];
+            let v = phi.value_and_gradient(&f, &mut g);
+            let live: Vec<f64> = (0..n).filter(|&i| f[i] > 0.0).map(|i| g[i]).collect();
+            let dead: Vec<f64> = (0..n).filter(|&i| f[i] == 0.0).map(|i| g[i]).collect();
+            let rms = |x: &[f64]| (x.iter().map(|a| a * a).sum::<f64>() / x.len() as f64).sqrt();
+            let neg = dead.iter().filter(|&&x| x < 0.0).count();
+            let minneg = dead.iter().cloned().fold(0.0f64, f64::min);
+            println!(
+                "β {beta:e} Φ {v:e} live rms {:e} dead rms {:e} dead<0 {neg}/{} min {minneg:e}",
+                rms(&live),
+                rms(&dead),
+                dead.len()
+            );
+        }
     }
 }

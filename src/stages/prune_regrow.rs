@@ -44,7 +44,7 @@ pub fn regrow(values: &[f64], fraction: f64, rng: &mut rand::rngs::StdRng) -> Ve
         .map(|v| v.abs())
         .collect();
     let mut out = values.to_vec();
-    if dead.is_empty() || support.is_empty() || !(fraction > 0.0) {
+    if dead.is_empty() || support.is_empty() || fraction.is_nan() || fraction <= 0.0 {
         return out;
     }
     let level = REGROW_RELATIVE * support.iter().sum::<f64>() / support.len() as f64;
@@ -189,7 +189,7 @@ mod tests {
         let g = regrow(&v, 0.5, &mut rng);
         assert_eq!(g.iter().filter(|x| **x == 0.0).count(), 1);
         let level = REGROW_RELATIVE * 6.5 / 4.0;
-        assert!(g.iter().any(|x| *x == level));
+        assert!(g.contains(&level));
     }
 
     #[test]
