@@ -195,6 +195,7 @@ mod tests {
         let budget = Budget::evaluations(5_000);
         let out = run(FIRST, &start, &params(1_000), &budget, 1);
         let (before, after) = (score(FIRST, &start), score(FIRST, &out.values));
+        println!("adam n=64: {before} → {after}");
         assert!(after < before - 0.05, "{before} → {after}");
         assert!(crate::problems::by_slug(FIRST)
             .unwrap()

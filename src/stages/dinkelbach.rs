@@ -288,17 +288,6 @@ pub fn run(
             &share,
         );
         budget.charge(share.used());
-        if std::env::var("DK_DEBUG").is_ok() {
-            for st in &outcome.stages {
-                let mut ff = vec![0.0; n];
-                param.forward(&st.outcome.v, &mut ff);
-                eprintln!(
-                    "round {round} λ {lambda:.12} β {:e}: value {:e} iters {} evals {} stopped {} true {:.12}",
-                    st.beta, st.outcome.value, st.outcome.iterations, st.outcome.evaluations, st.outcome.stopped,
-                    crate::problems::by_slug(SECOND).unwrap().score_fast(&ff).value
-                );
-            }
-        }
         offer_stages(&outcome.stages, &mut best);
         if outcome.stages.is_empty() {
             break;
@@ -328,17 +317,7 @@ fn round_cascade(
         betas,
         |beta| {
             let mut objective = DinkelbachObjective::new(n, smooth.build(beta), lambda, sum0, d0);
-            let param = param;
-            let mut f = Vec::new();
-            let mut grad_f = Vec::new();
-            move |v: &[f64], grad_v: &mut [f64]| {
-                f.resize(v.len(), 0.0);
-                grad_f.resize(v.len(), 0.0);
-                param.forward(v, &mut f);
-                let value = objective.value_and_gradient(&f, &mut grad_f);
-                param.backward(v, &grad_f, grad_v);
-                value
-            }
+            param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
         },
         v0,
         settings,
@@ -455,6 +434,7 @@ mod tests {
             let budget = Budget::evaluations(1_500);
             let out = run(SECOND, &start, &params(vec![1e2, 1e3], 3), &budget, 0);
             let (before, after) = (score(SECOND, &start), score(SECOND, &out.values));
+            println!("dinkelbach n={n}: {before} → {after}");
             assert!(after > before + 1e-3, "n={n}: {before} → {after}");
             assert!(budget.used() <= 1_500);
             assert_eq!(out.beta, Some(1e3));
@@ -498,83 +478,30 @@ mod tests {
         assert_eq!(bits(&a.values), bits(&b.values));
     }
 
-    /// Scratch experiment on the arena start (n = 50,000), 30 s of wall budget.
+    /// The arena's AlphaEvolve start (n = 50,000) under 30 s of wall budget, with the cascade
+    /// that worked best in the experiments (`cargo test --release -- --ignored --nocapture
+    /// arena_start`); skipped when the frozen leaderboard is absent.
     #[test]
     #[ignore]
-    fn scratch_alphaevolve_30s() {
+    fn arena_start_30s() {
         let path = std::path::Path::new(
-            "/work/shared/arena/second-autocorrelation-inequality/alphaevolve.json",
+            "../shared/arena/second-autocorrelation-inequality/alphaevolve.json",
         );
-        let original = crate::construction::read_values(path).unwrap();
-        let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
-        let revive: f64 = env("DK_REVIVE", "0").parse().unwrap();
-        let top = original.iter().cloned().fold(0.0f64, f64::max);
-        let start: Vec<f64> = original
-            .iter()
-            .map(|&x| if x == 0.0 { revive * top } else { x })
-            .collect();
-        println!("revived start {:.12}", score(SECOND, &start));
-        let betas: Vec<f64> = env("DK_BETAS", "1e5,1e6")
-            .split(',')
-            .map(|x| x.parse().unwrap())
-            .collect();
-        let mut p = params(betas, env("DK_ROUNDS", "3").parse().unwrap());
-        p.inner.history = env("DK_HIST", "200").parse().unwrap();
-        p.inner.iterations = env("DK_ITERS", "100000").parse().unwrap();
-        p.inner.parameterisation = match env("DK_PARAM", "square").as_str() {
-            "exp" => ParameterisationName::Exp,
-            "raw" => ParameterisationName::Raw,
-            _ => ParameterisationName::Square,
+        let Ok(start) = crate::construction::read_values(path) else {
+            println!("SKIP: {} is absent", path.display());
+            return;
         };
-        if env("DK_SMOOTH", "lse") == "pnorm" {
-            p.inner.smooth_max = SmoothMaxName::PNorm;
-        }
-        let secs: f64 = env("DK_SECS", "30").parse().unwrap();
-        let budget = Budget::unlimited().with_time_limit(std::time::Duration::from_secs_f64(secs));
-        let t = std::time::Instant::now();
-        let out = if env("DK_PLAIN", "0") == "1" {
-            // the plain surrogate cascade, for comparison
-            super::super::lbfgs::run(SECOND, &start, &p.inner, &budget)
-        } else {
-            run(SECOND, &start, &p, &budget, 0)
-        };
-        let (before, after) = (score(SECOND, &original), score(SECOND, &out.values));
+        let mut p = params(vec![1e7, 1e8, 1e9], 1);
+        p.inner.history = 10;
+        p.inner.iterations = 1_000_000;
+        let budget = Budget::unlimited().with_time_limit(std::time::Duration::from_secs(30));
+        let out = run(SECOND, &start, &p, &budget, 0);
+        let (before, after) = (score(SECOND, &start), score(SECOND, &out.values));
         println!(
-            "{p:?}\nstart {before:.12} end {after:.12} gain {:.3e} evals {} in {:.1}s",
+            "start {before:.12} end {after:.12} gain {:.3e} evaluations {}",
             after - before,
-            budget.used(),
-            t.elapsed().as_secs_f64()
+            budget.used()
         );
-    }
-
-    #[test]
-    #[ignore]
-    fn scratch_kkt() {
-        let path = std::path::Path::new(
-            "/work/shared/arena/second-autocorrelation-inequality/alphaevolve.json",
-        );
-        let f = crate::construction::read_values(path).unwrap();
-        let n = f.len();
-        for beta in [1e7, 1e8, 1e9] {
-            let mut terms = RatioTerms::new(n, SmoothMax::PNorm { p: 2.0 });
-            let (num, den) = terms.true_parts(&f);
-            let lambda = num / den;
-            let sum0: f64 = f.iter().sum();
-            let mut phi =
-                DinkelbachObjective::new(n, SmoothMax::LogSumExp { beta }, lambda, sum0, den);
-            let mut g = vec![0.0; n];
-            let v = phi.value_and_gradient(&f, &mut g);
-            let live: Vec<f64> = (0..n).filter(|&i| f[i] > 0.0).map(|i| g[i]).collect();
-            let dead: Vec<f64> = (0..n).filter(|&i| f[i] == 0.0).map(|i| g[i]).collect();
-            let rms = |x: &[f64]| (x.iter().map(|a| a * a).sum::<f64>() / x.len() as f64).sqrt();
-            let neg = dead.iter().filter(|&&x| x < 0.0).count();
-            let minneg = dead.iter().cloned().fold(0.0f64, f64::min);
-            println!(
-                "β {beta:e} Φ {v:e} live rms {:e} dead rms {:e} dead<0 {neg}/{} min {minneg:e}",
-                rms(&live),
-                rms(&dead),
-                dead.len()
-            );
-        }
+        assert!(after >= before);
     }
 }
