@@ -121,7 +121,11 @@ fn default_programs_parse_and_improve_project_starts() {
             problem.as_ref(),
             &start,
             &p,
-            &settings(1500, 1),
+            // The Erdős default solves LPs (about a second each at n = 600): cap the time too.
+            &RunSettings {
+                seconds: Some(15.0),
+                ..settings(1500, 1)
+            },
             &mut Silent,
         )
         .unwrap();

@@ -59,11 +59,19 @@ impl SmoothMax {
     }
 }
 
+/// Below this argument `f64::exp` returns exactly `+0.0` (the true value is under half of the
+/// smallest subnormal, `exp(−745.14)`; a margin covers libm's last-bit error).
+const EXP_ZERO_BELOW: f64 = -746.0;
+
 fn log_sum_exp(beta: f64, x: &[f64], weights: &mut [f64]) -> f64 {
     let top = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
     let mut sum = 0.0;
     for (w, &v) in weights.iter_mut().zip(x) {
-        *w = (beta * (v - top)).exp();
+        // exp(z) is exactly +0.0 for z < −745.2 (below half the smallest subnormal), so skip the
+        // call there: at large β most lags fall far below the max. Same bits as calling exp (NaN
+        // fails the test and still goes through exp).
+        let z = beta * (v - top);
+        *w = if z < EXP_ZERO_BELOW { 0.0 } else { z.exp() };
         sum += *w;
     }
     // sum ≥ 1 (the max contributes exp(0)).

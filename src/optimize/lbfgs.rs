@@ -105,12 +105,48 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     (partial[0] + partial[1]) + (partial[2] + partial[3]) + tail
 }
 
+/// `d_i = update(d_i, x_i)` for all `i`, then `next·d` of the updated `d` — in one pass over `d`
+/// instead of two. The dot product keeps [`dot`]'s summation order exactly, so the result is
+/// bit-identical to an update pass followed by `dot(next, d)`.
+#[inline(always)]
+fn update_then_dot(
+    d: &mut [f64],
+    x: &[f64],
+    next: &[f64],
+    update: impl Fn(f64, f64) -> f64,
+) -> f64 {
+    assert!(d.len() == x.len() && d.len() == next.len());
+    let mut partial = [0.0f64; 4];
+    let split = d.len() - d.len() % 4;
+    let (d4, d_tail) = d.split_at_mut(split);
+    let (x4, x_tail) = x.split_at(split);
+    let (n4, n_tail) = next.split_at(split);
+    for ((dc, xc), nc) in d4
+        .chunks_exact_mut(4)
+        .zip(x4.chunks_exact(4))
+        .zip(n4.chunks_exact(4))
+    {
+        for k in 0..4 {
+            dc[k] = update(dc[k], xc[k]);
+            partial[k] += nc[k] * dc[k];
+        }
+    }
+    d_tail
+        .iter_mut()
+        .zip(x_tail)
+        .for_each(|(di, &xi)| *di = update(*di, xi));
+    let tail: f64 = n_tail.iter().zip(d_tail.iter()).map(|(x, y)| x * y).sum();
+    (partial[0] + partial[1]) + (partial[2] + partial[3]) + tail
+}
+
 /// The correction pairs `s = Δv`, `y = Δgrad` of the last iterations, oldest first, reusing
 /// their storage.
 struct History {
     s: Vec<Vec<f64>>,
     y: Vec<Vec<f64>>,
     rho: Vec<f64>,
+    /// `y·y` of each stored pair (for the initial scaling γ, computed once at push).
+    yy: Vec<f64>,
     len: usize,
     head: usize,
     alpha: Vec<f64>,
@@ -122,6 +158,7 @@ impl History {
             s: Vec::with_capacity(capacity),
             y: Vec::with_capacity(capacity),
             rho: vec![0.0; capacity],
+            yy: vec![0.0; capacity],
             len: 0,
             head: 0,
             alpha: vec![0.0; capacity],
@@ -141,13 +178,37 @@ impl History {
             self.s.push(vec![0.0; v.len()]);
             self.y.push(vec![0.0; v.len()]);
         }
-        for i in 0..v.len() {
-            self.s[slot][i] = new_v[i] - v[i];
-            self.y[slot][i] = new_g[i] - g[i];
+        // s, y and their three dot products in one pass (each sum in [`dot`]'s exact order).
+        let (s, y) = (&mut self.s[slot], &mut self.y[slot]);
+        let (mut sy4, mut yy4, mut ss4) = ([0.0f64; 4], [0.0f64; 4], [0.0f64; 4]);
+        let split = s.len() - s.len() % 4;
+        for (((sc, yc), (nv, ov)), (ng, og)) in s[..split]
+            .chunks_exact_mut(4)
+            .zip(y[..split].chunks_exact_mut(4))
+            .zip(new_v.chunks_exact(4).zip(v.chunks_exact(4)))
+            .zip(new_g.chunks_exact(4).zip(g.chunks_exact(4)))
+        {
+            for k in 0..4 {
+                sc[k] = nv[k] - ov[k];
+                yc[k] = ng[k] - og[k];
+                sy4[k] += sc[k] * yc[k];
+                yy4[k] += yc[k] * yc[k];
+                ss4[k] += sc[k] * sc[k];
+            }
         }
-        let sy = dot(&self.s[slot], &self.y[slot]);
-        let yy = dot(&self.y[slot], &self.y[slot]);
-        let threshold = 1e-12 * yy.sqrt() * dot(&self.s[slot], &self.s[slot]).sqrt();
+        for i in split..s.len() {
+            s[i] = new_v[i] - v[i];
+            y[i] = new_g[i] - g[i];
+        }
+        let finish = |p: [f64; 4], a: &[f64], b: &[f64]| -> f64 {
+            let tail: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            (p[0] + p[1]) + (p[2] + p[3]) + tail
+        };
+        let sy = finish(sy4, &s[split..], &y[split..]);
+        let yy = finish(yy4, &y[split..], &y[split..]);
+        let threshold = 1e-12 * yy.sqrt() * finish(ss4, &s[split..], &s[split..]).sqrt();
+        // Kept even for a rejected pair, whose s, y overwrite the slot all the same.
+        self.yy[slot] = yy;
         // NaN curvature fails this test too: such a pair is never stored.
         if sy.partial_cmp(&threshold) != Some(std::cmp::Ordering::Greater) {
             return;
@@ -160,33 +221,50 @@ impl History {
         }
     }
 
-    /// `direction = −H·g` by the two-loop recursion.
-    fn direction(&mut self, g: &[f64], direction: &mut [f64]) {
+    /// `direction = −H·g` by the two-loop recursion; returns `g·direction`.
+    ///
+    /// Each dot product is fused with the preceding vector update ([`update_then_dot`]), halving
+    /// the passes over `direction` (`2·len + 1` instead of `4·len + 2`) with bit-identical results:
+    /// the first loop's `s_(k−1)·d` rides on `d −= α_k·y_k`, the second loop's `y_(k+1)·d` on
+    /// `d += (α_k − β_k)·s_k`, and the last update also yields the slope `g·d`.
+    fn direction(&mut self, g: &[f64], direction: &mut [f64]) -> f64 {
         let capacity = self.rho.len();
-        direction.iter_mut().zip(g).for_each(|(d, x)| *d = -x);
-        for k in (0..self.len).rev() {
-            let j = (self.head + k) % capacity;
-            let a = self.rho[j] * dot(&self.s[j], direction);
+        let (head, len) = (self.head, self.len);
+        let slot = |k: usize| (head + k) % capacity;
+        if len == 0 {
+            direction.iter_mut().zip(g).for_each(|(d, x)| *d = -x);
+            return dot(g, direction);
+        }
+        // d = −g, with s_newest·d.
+        let mut s_dot_d = update_then_dot(direction, g, &self.s[slot(len - 1)], |_, x| -x);
+        // The initial scaling γ = s·y / y·y of the newest pair.
+        let newest = slot(len - 1);
+        let gamma = 1.0 / (self.rho[newest] * self.yy[newest]);
+        let mut y_dot_d = 0.0;
+        for k in (0..len).rev() {
+            let j = slot(k);
+            let a = self.rho[j] * s_dot_d;
             self.alpha[j] = a;
-            direction
-                .iter_mut()
-                .zip(&self.y[j])
-                .for_each(|(d, y)| *d -= a * y);
+            if k > 0 {
+                s_dot_d = update_then_dot(direction, &self.y[j], &self.s[slot(k - 1)], |d, y| {
+                    d - a * y
+                });
+            } else {
+                // Last update, then ×γ (same bits as two passes), with y_oldest·d for the
+                // second loop.
+                y_dot_d = update_then_dot(direction, &self.y[j], &self.y[slot(0)], |d, y| {
+                    (d - a * y) * gamma
+                });
+            }
         }
-        if self.len > 0 {
-            let newest = (self.head + self.len - 1) % capacity;
-            let gamma = 1.0 / (self.rho[newest] * dot(&self.y[newest], &self.y[newest]));
-            direction.iter_mut().for_each(|d| *d *= gamma);
+        for k in 0..len {
+            let j = slot(k);
+            let b = self.rho[j] * y_dot_d;
+            let c = self.alpha[j] - b;
+            let next = if k + 1 < len { &self.y[slot(k + 1)] } else { g };
+            y_dot_d = update_then_dot(direction, &self.s[j], next, |d, s| d + c * s);
         }
-        for k in 0..self.len {
-            let j = (self.head + k) % capacity;
-            let b = self.rho[j] * dot(&self.y[j], direction);
-            let a = self.alpha[j];
-            direction
-                .iter_mut()
-                .zip(&self.s[j])
-                .for_each(|(d, s)| *d += (a - b) * s);
-        }
+        y_dot_d
     }
 }
 
@@ -240,9 +318,10 @@ fn line_search<F: FnMut(&[f64], &mut [f64]) -> f64>(
         slope: slope0,
     };
     let mut probe = |t: f64, trial_v: &mut [f64], trial_g: &mut [f64]| -> Option<Trial> {
-        for i in 0..v.len() {
-            trial_v[i] = v[i] + t * direction[i];
-        }
+        trial_v
+            .iter_mut()
+            .zip(v.iter().zip(direction))
+            .for_each(|(x, (vi, di))| *x = vi + t * di);
         let value = counted.eval(trial_v, trial_g)?;
         Some(Trial {
             t,
@@ -363,8 +442,7 @@ where
         if dot(&g, &g).sqrt() <= settings.tolerance_grad {
             break "gradient norm below tolerance".to_string();
         }
-        history.direction(&g, &mut direction);
-        let mut slope = dot(&g, &direction);
+        let mut slope = history.direction(&g, &mut direction);
         if slope.is_nan() || slope >= 0.0 {
             history.clear();
             direction.iter_mut().zip(&g).for_each(|(d, x)| *d = -x);
