@@ -19,14 +19,7 @@ use crate::fast::compensated_sum;
 
 /// The second problem's surrogate `−L2²/(L1·L·SM(c/L1))` (`second-autocorrelation-inequality`).
 pub struct SecondAutocorrelationObjective {
-    smooth: SmoothMax,
-    workspace: ConvolutionWorkspace,
-    /// `c = f∗f` (length `2n − 1`).
-    conv: Vec<f64>,
-    /// `u = c/L1`, then `∂V/∂c` (length `2n − 1`).
-    unit: Vec<f64>,
-    /// `∂SM/∂u` (length `2n − 1`).
-    weights: Vec<f64>,
+    terms: RatioTerms,
     /// `max(f, 0)` for [`score`](Objective::score) (length `n`).
     clipped: Vec<f64>,
 }
@@ -35,63 +28,24 @@ impl SecondAutocorrelationObjective {
     /// Workspaces for arrays of length `n ≥ 1`.
     pub fn new(n: usize, smooth: SmoothMax) -> Self {
         SecondAutocorrelationObjective {
-            smooth,
-            workspace: ConvolutionWorkspace::new(n),
-            conv: vec![0.0; 2 * n - 1],
-            unit: vec![0.0; 2 * n - 1],
-            weights: vec![0.0; 2 * n - 1],
+            terms: RatioTerms::new(n, smooth),
             clipped: vec![0.0; n],
         }
     }
 }
 
 impl Objective for SecondAutocorrelationObjective {
-    /// `V = −A/(L²·SM(c/L))` and its gradient; assumes `f ≥ 0` with a positive sum.
+    /// `V = −N/D̃ = −A/(L²·SM(c/L))` and its gradient; assumes `f ≥ 0` with a positive sum.
     fn value_and_gradient(&mut self, f: &[f64], grad: &mut [f64]) -> f64 {
         assert_eq!(grad.len(), f.len());
-        self.workspace.autoconvolve(f, &mut self.conv);
-        let c = &self.conv;
-        let m = c.len();
-        let intervals = (m + 1) as f64;
-        let h = 1.0 / intervals;
-        let mut squares = 0.0;
-        let mut neighbours = 0.0;
-        let mut total = 0.0;
-        for k in 0..m {
-            squares += c[k] * c[k];
-            total += c[k];
-            if k + 1 < m {
-                neighbours += c[k] * c[k + 1];
-            }
-        }
-        let a = (h / 3.0) * (2.0 * squares + neighbours);
-        let l1 = total / intervals;
-        let inv_l1 = 1.0 / l1;
-        self.unit
-            .iter_mut()
-            .zip(c)
-            .for_each(|(u, ck)| *u = ck * inv_l1);
-        let sm = self.smooth.value_and_weights(&self.unit, &mut self.weights);
-        let weighted: f64 = self
-            .weights
-            .iter()
-            .zip(&self.unit)
-            .map(|(w, u)| w * u)
-            .sum();
-        let value = -a / (l1 * l1 * sm);
-        // ∂V/∂c_k into `unit`.
-        let quad = -(h / 3.0) / (l1 * l1 * sm);
-        let constant = 2.0 * a / (l1 * l1 * l1 * sm * intervals)
-            - a / (l1 * l1 * l1 * sm * sm) * weighted / intervals;
-        let per_weight = a / (l1 * l1 * l1 * sm * sm);
-        for k in 0..m {
-            let prev = if k > 0 { c[k - 1] } else { 0.0 };
-            let next = if k + 1 < m { c[k + 1] } else { 0.0 };
-            self.unit[k] =
-                quad * (4.0 * c[k] + prev + next) + constant + per_weight * self.weights[k];
-        }
-        self.workspace.autoconvolution_adjoint(&self.unit, grad);
-        value
+        let (numerator, denominator) = self.terms.parts(f);
+        // ∇(−N/D̃) = −∇N/D̃ + N·∇D̃/D̃².
+        self.terms.gradient(
+            -1.0 / denominator,
+            numerator / (denominator * denominator),
+            grad,
+        );
+        -numerator / denominator
     }
 
     /// The arena's float64 score of `max(f, 0)` (positive; not negated).
@@ -100,8 +54,7 @@ impl Objective for SecondAutocorrelationObjective {
             .iter_mut()
             .zip(f)
             .for_each(|(g, x)| *g = x.max(0.0));
-        self.workspace.autoconvolve(&self.clipped, &mut self.conv);
-        let c = &self.conv;
+        let c = self.terms.convolution(&self.clipped);
         let m = c.len();
         let h = 1.0 / (m as f64 + 1.0);
         // As the arena: interval widths from the grid linspace(−1/2, 1/2, m + 2).
@@ -115,6 +68,126 @@ impl Objective for SecondAutocorrelationObjective {
         let linf = c.iter().fold(0.0f64, |acc, x| acc.max(x.abs()));
         l2_squared / (l1 * linf)
     }
+}
+
+/// Numerator `N = L2²` and smoothed denominator `D̃ = L1²·SM(c/L1)` of the second problem's
+/// score for `f ≥ 0`, `c = f∗f`, with their gradients, through a preallocated FFT workspace.
+///
+/// With `m = 2n − 1` lags, `I = m + 1` intervals and `h = 1/I`:
+/// `N = (h/3)·(2·Σc_k² + Σc_k·c_(k+1))`, `∂N/∂c_k = (h/3)(4c_k + c_(k−1) + c_(k+1))`;
+/// `L = Σc/I`, `u = c/L`, `M = SM(u)`, `w = ∂SM/∂u`, `D̃ = L²M`,
+/// `∂D̃/∂c_k = 2LM/I + L·(w_k − Σ_j w_j u_j/I)`; then `∂/∂f = 2·(∂/∂c ⋆ f)`.
+pub struct RatioTerms {
+    smooth: SmoothMax,
+    workspace: ConvolutionWorkspace,
+    /// `c = f∗f` (length `2n − 1`).
+    conv: Vec<f64>,
+    /// `u = c/L`, then the gradient with respect to `c` (length `2n − 1`).
+    unit: Vec<f64>,
+    /// `∂SM/∂u` (length `2n − 1`).
+    weights: Vec<f64>,
+    /// `L1` at the last [`parts`](Self::parts) point.
+    l1: f64,
+    /// `SM(c/L1)` at the last [`parts`](Self::parts) point.
+    sm: f64,
+}
+
+impl RatioTerms {
+    /// Workspaces for arrays of length `n ≥ 1`, with the smooth max `smooth` inside `D̃`.
+    pub fn new(n: usize, smooth: SmoothMax) -> Self {
+        RatioTerms {
+            smooth,
+            workspace: ConvolutionWorkspace::new(n),
+            conv: vec![0.0; 2 * n - 1],
+            unit: vec![0.0; 2 * n - 1],
+            weights: vec![0.0; 2 * n - 1],
+            l1: f64::NAN,
+            sm: f64::NAN,
+        }
+    }
+
+    /// `(N, D̃)` at `f` (assumed `≥ 0` with a positive sum), keeping what
+    /// [`gradient`](Self::gradient) needs.
+    pub fn parts(&mut self, f: &[f64]) -> (f64, f64) {
+        self.workspace.autoconvolve(f, &mut self.conv);
+        let (numerator, l1) = numerator_and_l1(&self.conv);
+        let inv_l1 = 1.0 / l1;
+        self.unit
+            .iter_mut()
+            .zip(&self.conv)
+            .for_each(|(u, ck)| *u = ck * inv_l1);
+        let sm = self.smooth.value_and_weights(&self.unit, &mut self.weights);
+        self.l1 = l1;
+        self.sm = sm;
+        (numerator, l1 * l1 * sm)
+    }
+
+    /// The gradient of `a·N + b·D̃` with respect to `f` at the point of the last
+    /// [`parts`](Self::parts) call, into `grad`.
+    pub fn gradient(&mut self, a: f64, b: f64, grad: &mut [f64]) {
+        let c = &self.conv;
+        let m = c.len();
+        let intervals = (m + 1) as f64;
+        let (l1, sm) = (self.l1, self.sm);
+        let weighted: f64 = self
+            .weights
+            .iter()
+            .zip(&self.unit)
+            .map(|(w, u)| w * u)
+            .sum();
+        let quad = a / (3.0 * intervals);
+        let constant = b * (2.0 * l1 * sm / intervals - l1 * weighted / intervals);
+        let per_weight = b * l1;
+        for k in 0..m {
+            let prev = if k > 0 { c[k - 1] } else { 0.0 };
+            let next = if k + 1 < m { c[k + 1] } else { 0.0 };
+            self.unit[k] =
+                quad * (4.0 * c[k] + prev + next) + constant + per_weight * self.weights[k];
+        }
+        self.workspace.autoconvolution_adjoint(&self.unit, grad);
+    }
+
+    /// `(N, D̃)` at `f`, writing the gradient of `a·N + b·D̃` with respect to `f` into `grad`.
+    pub fn evaluate(&mut self, f: &[f64], a: f64, b: f64, grad: &mut [f64]) -> (f64, f64) {
+        assert_eq!(grad.len(), f.len());
+        let parts = self.parts(f);
+        self.gradient(a, b, grad);
+        parts
+    }
+
+    /// `c = f∗f` (length `2n − 1`), in the workspace's buffer.
+    pub fn convolution(&mut self, f: &[f64]) -> &[f64] {
+        self.workspace.autoconvolve(f, &mut self.conv);
+        &self.conv
+    }
+
+    /// `(N, L1·L∞)` at `f ≥ 0` without smoothing or gradient.
+    pub fn true_parts(&mut self, f: &[f64]) -> (f64, f64) {
+        self.workspace.autoconvolve(f, &mut self.conv);
+        let (numerator, l1) = numerator_and_l1(&self.conv);
+        let peak = self.conv.iter().fold(0.0f64, |m, &x| m.max(x.abs()));
+        (numerator, l1 * peak)
+    }
+}
+
+/// `N = (h/3)(2Σc² + Σc_k c_(k+1))` and `L1 = Σc/(m+1)` of the convolution `c`.
+fn numerator_and_l1(c: &[f64]) -> (f64, f64) {
+    let m = c.len();
+    let intervals = (m + 1) as f64;
+    let mut squares = 0.0;
+    let mut neighbours = 0.0;
+    let mut total = 0.0;
+    for k in 0..m {
+        squares += c[k] * c[k];
+        total += c[k];
+        if k + 1 < m {
+            neighbours += c[k] * c[k + 1];
+        }
+    }
+    (
+        (2.0 * squares + neighbours) / (3.0 * intervals),
+        total / intervals,
+    )
 }
 
 #[cfg(test)]

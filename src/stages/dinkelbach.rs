@@ -23,7 +23,7 @@
 //! stages' common signature and unused.
 
 use super::StageOutcome;
-use crate::objective::fft::ConvolutionWorkspace;
+use crate::objective::second_autocorrelation::RatioTerms;
 use crate::objective::{objective_for, Objective, SmoothMax};
 use crate::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings, Parameterisation};
 use crate::problems::{Direction, Problem};
@@ -31,101 +31,6 @@ use crate::program::stages::DinkelbachParams;
 
 /// The slug this stage's Dinkelbach iteration is for.
 const SECOND: &str = "second-autocorrelation-inequality";
-
-/// Numerator `N = L2²` and smoothed denominator `D̃ = L1²·SM(c/L1)` of the second problem's
-/// score for `f ≥ 0`, `c = f∗f`, with their gradients, through a preallocated FFT workspace.
-///
-/// With `m = 2n − 1` lags, `I = m + 1` intervals and `h = 1/I`:
-/// `N = (h/3)·(2·Σc_k² + Σc_k·c_(k+1))`, `∂N/∂c_k = (h/3)(4c_k + c_(k−1) + c_(k+1))`;
-/// `L = Σc/I`, `u = c/L`, `M = SM(u)`, `w = ∂SM/∂u`, `D̃ = L²M`,
-/// `∂D̃/∂c_k = 2LM/I + L·(w_k − Σ_j w_j u_j/I)`; then `∂/∂f = 2·(∂/∂c ⋆ f)`.
-pub struct RatioTerms {
-    smooth: SmoothMax,
-    workspace: ConvolutionWorkspace,
-    /// `c = f∗f` (length `2n − 1`).
-    conv: Vec<f64>,
-    /// `u = c/L`, then the gradient with respect to `c` (length `2n − 1`).
-    unit: Vec<f64>,
-    /// `∂SM/∂u` (length `2n − 1`).
-    weights: Vec<f64>,
-}
-
-impl RatioTerms {
-    /// Workspaces for arrays of length `n ≥ 1`, with the smooth max `smooth` inside `D̃`.
-    pub fn new(n: usize, smooth: SmoothMax) -> Self {
-        RatioTerms {
-            smooth,
-            workspace: ConvolutionWorkspace::new(n),
-            conv: vec![0.0; 2 * n - 1],
-            unit: vec![0.0; 2 * n - 1],
-            weights: vec![0.0; 2 * n - 1],
-        }
-    }
-
-    /// `(N, D̃)` at `f` (assumed `≥ 0` with a positive sum), writing the gradient of
-    /// `a·N + b·D̃` with respect to `f` into `grad` (same length as `f`).
-    pub fn evaluate(&mut self, f: &[f64], a: f64, b: f64, grad: &mut [f64]) -> (f64, f64) {
-        assert_eq!(grad.len(), f.len());
-        self.workspace.autoconvolve(f, &mut self.conv);
-        let c = &self.conv;
-        let m = c.len();
-        let intervals = (m + 1) as f64;
-        let h = 1.0 / intervals;
-        let (numerator, l1) = numerator_and_l1(c);
-        let inv_l1 = 1.0 / l1;
-        self.unit
-            .iter_mut()
-            .zip(c)
-            .for_each(|(u, ck)| *u = ck * inv_l1);
-        let sm = self.smooth.value_and_weights(&self.unit, &mut self.weights);
-        let weighted: f64 = self
-            .weights
-            .iter()
-            .zip(&self.unit)
-            .map(|(w, u)| w * u)
-            .sum();
-        let denominator = l1 * l1 * sm;
-        let quad = a * h / 3.0;
-        let constant = b * (2.0 * l1 * sm / intervals - l1 * weighted / intervals);
-        let per_weight = b * l1;
-        for k in 0..m {
-            let prev = if k > 0 { c[k - 1] } else { 0.0 };
-            let next = if k + 1 < m { c[k + 1] } else { 0.0 };
-            self.unit[k] =
-                quad * (4.0 * c[k] + prev + next) + constant + per_weight * self.weights[k];
-        }
-        self.workspace.autoconvolution_adjoint(&self.unit, grad);
-        (numerator, denominator)
-    }
-
-    /// `(N, L1·L∞)` at `f ≥ 0` without smoothing or gradient.
-    pub fn true_parts(&mut self, f: &[f64]) -> (f64, f64) {
-        self.workspace.autoconvolve(f, &mut self.conv);
-        let (numerator, l1) = numerator_and_l1(&self.conv);
-        let peak = self.conv.iter().fold(0.0f64, |m, &x| m.max(x.abs()));
-        (numerator, l1 * peak)
-    }
-}
-
-/// `N = (h/3)(2Σc² + Σc_k c_(k+1))` and `L1 = Σc/(m+1)` of the convolution `c`.
-fn numerator_and_l1(c: &[f64]) -> (f64, f64) {
-    let m = c.len();
-    let intervals = (m + 1) as f64;
-    let mut squares = 0.0;
-    let mut neighbours = 0.0;
-    let mut total = 0.0;
-    for k in 0..m {
-        squares += c[k] * c[k];
-        total += c[k];
-        if k + 1 < m {
-            neighbours += c[k] * c[k + 1];
-        }
-    }
-    (
-        (2.0 * squares + neighbours) / (3.0 * intervals),
-        total / intervals,
-    )
-}
 
 /// One Dinkelbach round's objective `Φ(f) = −(S₀/Σf)⁴·(N − λD̃)/D₀` (see the module docs), to
 /// minimise.
