@@ -1,0 +1,316 @@
+//! The built-in optimizer-writing agent: interprets a harness deterministically.
+//!
+//! 1. Runs the parent program as it is on the harness's `minimal` share: a valid baseline, and
+//!    the evidence ([`crate::harness::evidence::diagnose`]) that drives the rules.
+//! 2. Writes up to `programs` revisions, each by `edits_per_program` edits drawn from the menu
+//!    weighted by the rules that fired, and runs each on an even split of what is left of the
+//!    `explore` share (leftovers roll forward); stops after `stop_after_failures` revisions in a
+//!    row without a new best, or triages when the exploration budget left is too small.
+//! 3. Runs the best program again from the best construction on the `reserve` (plus whatever
+//!    exploration left).
+//! 4. Verifies the `verify_top` best candidates exactly against the start and returns the best
+//!    one the exact scores confirm (or the start).
+
+use super::{Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
+use crate::error::Result;
+use crate::harness::edits::{self, EditContext};
+use crate::harness::{evidence, EditKind, Harness, RevisionBase, RunFrom};
+use crate::program::Program;
+use crate::runner::{derive_seed, run_program, trace::cpu_seconds, RunSettings, Silent};
+use rand::distributions::{Distribution, WeightedIndex};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::time::Instant;
+
+/// The deterministic, offline optimizer-writing agent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuiltinWriter;
+
+/// A budget in both units; `None` means unlimited in that unit.
+#[derive(Clone, Copy, Debug)]
+struct Allowance {
+    seconds: Option<f64>,
+    evaluations: Option<u64>,
+}
+
+impl Allowance {
+    fn scaled(self, share: f64) -> Allowance {
+        Allowance {
+            seconds: self.seconds.map(|s| s * share),
+            evaluations: self.evaluations.map(|e| (e as f64 * share).floor() as u64),
+        }
+    }
+
+    fn minus(self, seconds: f64, evaluations: u64) -> Allowance {
+        Allowance {
+            seconds: self.seconds.map(|s| (s - seconds).max(0.0)),
+            evaluations: self.evaluations.map(|e| e.saturating_sub(evaluations)),
+        }
+    }
+
+    fn plus(self, other: Allowance) -> Allowance {
+        Allowance {
+            seconds: self.seconds.zip(other.seconds).map(|(a, b)| a + b),
+            evaluations: self.evaluations.zip(other.evaluations).map(|(a, b)| a + b),
+        }
+    }
+
+    /// Whether nothing is left in some limited unit.
+    fn is_empty(self) -> bool {
+        self.seconds.is_some_and(|s| s <= 0.0) || self.evaluations == Some(0)
+    }
+
+    /// Whether `self` is below `fraction` of `of` in some limited unit.
+    fn below(self, fraction: f64, of: Allowance) -> bool {
+        let seconds = self
+            .seconds
+            .zip(of.seconds)
+            .is_some_and(|(a, b)| a < fraction * b);
+        let evaluations = self
+            .evaluations
+            .zip(of.evaluations)
+            .is_some_and(|(a, b)| (a as f64) < fraction * b as f64);
+        seconds || evaluations
+    }
+}
+
+/// A construction the agent may return, with the program that made it.
+struct Candidate {
+    values: Vec<f64>,
+    score: f64,
+    program: Program,
+}
+
+impl OptimizerWriter for BuiltinWriter {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn solve(&self, harness: &Harness, task: &Assignment) -> Result<Attempt> {
+        let started = Instant::now();
+        let cpu_started = cpu_seconds();
+        let problem = task.problem;
+        let direction = problem.spec().direction;
+        let mut rng = ChaCha8Rng::seed_from_u64(task.seed);
+        let total = Allowance {
+            seconds: task.seconds,
+            evaluations: task.evaluations,
+        };
+        let run = |program: &Program, from: &[f64], allowance: Allowance, index: u64| {
+            let settings = RunSettings {
+                seed: derive_seed(task.seed, index),
+                seconds: allowance.seconds,
+                evaluations: allowance.evaluations,
+                jobs: 1,
+            };
+            run_program(problem, from, program, &settings, &mut Silent)
+        };
+
+        let mut runs = Vec::new();
+        let mut evaluations = 0;
+        let minimal = run(task.parent, task.start, total.scaled(harness.budget.minimal), 0)?;
+        evaluations += minimal.evaluations;
+        let found = evidence::diagnose(&minimal);
+        let mut candidates = vec![Candidate {
+            score: problem.score_fast(&minimal.best).value,
+            values: minimal.best,
+            program: task.parent.clone(),
+        }];
+        runs.push(ProgramRun {
+            role: Role::Minimal,
+            edits: vec![],
+            score: candidates[0].score,
+            new_best: minimal.improved,
+            evaluations: minimal.evaluations,
+            seconds: minimal.seconds,
+        });
+        let mut best = 0;
+
+        let weights = harness.edit_weights(&found);
+        let menu = WeightedIndex::new(&weights).ok();
+        let ctx = EditContext {
+            slug: problem.slug(),
+            n: task.start.len(),
+            max_len: problem.spec().max_len,
+            library: task.library,
+            tune_range: harness.tune_range,
+        };
+        let explore_total = total.scaled(harness.budget.explore);
+        let mut explore_left = explore_total;
+        let mut failures = 0;
+        for i in 0..harness.programs {
+            let allotment = explore_left.scaled(1.0 / (harness.programs - i) as f64);
+            let per_program = explore_total.scaled(1.0 / harness.programs as f64);
+            if allotment.is_empty() || allotment.below(harness.triage, per_program) {
+                break;
+            }
+            let base = match harness.revise {
+                RevisionBase::Parent => task.parent,
+                RevisionBase::Best => &candidates[best].program,
+            };
+            let Some(menu) = &menu else { break };
+            let mut program = base.clone();
+            let mut applied = Vec::new();
+            for _ in 0..harness.edits_per_program {
+                let kind = EditKind::ALL[menu.sample(&mut rng)];
+                if let Some((edited, what)) = edits::apply(kind, &program, &ctx, &mut rng) {
+                    program = edited;
+                    applied.push(what);
+                }
+            }
+            if applied.is_empty() {
+                failures += 1;
+                continue;
+            }
+            let from = match harness.run_from {
+                RunFrom::Start => task.start,
+                RunFrom::Best => &candidates[best].values,
+            };
+            let outcome = run(&program, from, allotment, 1 + i as u64)?;
+            evaluations += outcome.evaluations;
+            explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
+            let score = problem.score_fast(&outcome.best).value;
+            let new_best = direction.better(&score, &candidates[best].score);
+            runs.push(ProgramRun {
+                role: Role::Revision,
+                edits: applied,
+                score,
+                new_best,
+                evaluations: outcome.evaluations,
+                seconds: outcome.seconds,
+            });
+            candidates.push(Candidate {
+                values: outcome.best,
+                score,
+                program,
+            });
+            if new_best {
+                best = candidates.len() - 1;
+                failures = 0;
+            } else {
+                failures += 1;
+            }
+            if harness.stop_after_failures > 0 && failures >= harness.stop_after_failures {
+                break;
+            }
+        }
+
+        let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
+        if harness.budget.reserve > 0.0 && !reserve.is_empty() {
+            let program = candidates[best].program.clone();
+            let outcome = run(&program, &candidates[best].values, reserve, 1_000)?;
+            evaluations += outcome.evaluations;
+            let score = problem.score_fast(&outcome.best).value;
+            let new_best = direction.better(&score, &candidates[best].score);
+            runs.push(ProgramRun {
+                role: Role::Reserve,
+                edits: vec![],
+                score,
+                new_best,
+                evaluations: outcome.evaluations,
+                seconds: outcome.seconds,
+            });
+            candidates.push(Candidate {
+                values: outcome.best,
+                score,
+                program,
+            });
+        }
+
+        // Best first by float score (stable: earlier candidates win ties), then exactly.
+        let mut order: Vec<usize> = (0..candidates.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (candidates[a].score, candidates[b].score);
+            if direction.better(&x, &y) {
+                std::cmp::Ordering::Less
+            } else if direction.better(&y, &x) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        let mut chosen = None;
+        for &i in order.iter().take(harness.verify_top) {
+            let exact = problem.score_exact(&candidates[i].values);
+            if direction.better(&exact, task.start_exact) {
+                chosen = Some((i, exact));
+                break;
+            }
+        }
+        let (best, best_exact, improved, best_program) = match chosen {
+            Some((i, exact)) => {
+                let c = candidates.swap_remove(i);
+                (c.values, exact, true, c.program)
+            }
+            None => (
+                task.start.to_vec(),
+                task.start_exact.clone(),
+                false,
+                task.parent.clone(),
+            ),
+        };
+        Ok(Attempt {
+            best,
+            best_exact,
+            improved,
+            best_program,
+            evidence: found,
+            runs,
+            evaluations,
+            seconds: started.elapsed().as_secs_f64(),
+            cpu_seconds: cpu_seconds() - cpu_started,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::seed_harnesses;
+    use crate::problems::by_slug;
+
+    fn start(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let x = (i as f64 + 0.5) / n as f64;
+                1.0 + 0.3 * (7.0 * x).sin() - 0.2 * x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_seed_harness_returns_a_verified_valid_result_reproducibly() {
+        let problem = by_slug("third-autocorrelation-inequality").unwrap();
+        let values = start(120);
+        let start_exact = problem.score_exact(&values);
+        let parent = Program::parse(
+            include_str!("../../problems/optimizers/lbfgs-cascade.toml")
+                .replace("square", "raw")
+                .as_str(),
+            std::path::Path::new("p.toml"),
+        )
+        .unwrap();
+        for harness in seed_harnesses() {
+            let assignment = Assignment {
+                problem: problem.as_ref(),
+                start: &values,
+                start_exact: &start_exact,
+                parent: &parent,
+                seconds: None,
+                evaluations: Some(1_500),
+                seed: 11,
+                library: &[],
+            };
+            let a = BuiltinWriter.solve(&harness, &assignment).unwrap();
+            let b = BuiltinWriter.solve(&harness, &assignment).unwrap();
+            assert_eq!(a.best, b.best, "{}: not reproducible", harness.name);
+            assert!(problem.check(&a.best).is_ok());
+            assert_eq!(problem.score_exact(&a.best), a.best_exact);
+            assert!(a.improved, "{}: no gain on an unoptimized start", harness.name);
+            assert!(problem.spec().direction.better(&a.best_exact, &start_exact));
+            assert!(a.evaluations <= 1_500 + 50, "{}: {}", harness.name, a.evaluations);
+            assert_eq!(a.runs[0].role, Role::Minimal);
+            assert!(a.runs.len() >= 2, "{}: wrote no revision", harness.name);
+        }
+    }
+}

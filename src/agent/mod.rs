@@ -1,0 +1,100 @@
+//! Agents that write optimizer programs.
+//!
+//! An [`OptimizerWriter`] takes a harness (its policy) and an [`Assignment`] (a problem, a start
+//! construction, a parent program, a budget and a seed) and returns an [`Attempt`]: the best
+//! construction it could make, verified exactly, with the programs it wrote and ran. The
+//! built-in writer ([`BuiltinWriter`]) interprets the harness deterministically; an LLM-backed
+//! writer implements the same trait.
+
+mod builtin;
+
+pub use builtin::BuiltinWriter;
+
+use crate::error::Result;
+use crate::harness::{Evidence, Harness};
+use crate::problems::Problem;
+use crate::program::Program;
+use num_rational::BigRational;
+use serde::{Deserialize, Serialize};
+
+/// A task as an agent sees it: no task id, no suite — only what it needs to work.
+pub struct Assignment<'a> {
+    /// The problem.
+    pub problem: &'a dyn Problem,
+    /// The start construction (valid).
+    pub start: &'a [f64],
+    /// Exact score of the start.
+    pub start_exact: &'a BigRational,
+    /// The parent optimizer program the agent revises.
+    pub parent: &'a Program,
+    /// Wall seconds allowed, if limited.
+    pub seconds: Option<f64>,
+    /// Objective evaluations allowed, if limited (evaluation budgets make runs reproducible).
+    pub evaluations: Option<u64>,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Programs that produced gains earlier in the lineage (for crossover edits).
+    pub library: &'a [Program],
+}
+
+/// Why a program was run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The parent program as it is.
+    Minimal,
+    /// A revised program.
+    Revision,
+    /// The best program again, from the best construction.
+    Reserve,
+}
+
+/// One program the agent ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProgramRun {
+    /// Why it ran.
+    pub role: Role,
+    /// The edits that made it from its base program (empty for the parent).
+    pub edits: Vec<String>,
+    /// Float64 score of the construction it returned.
+    pub score: f64,
+    /// Whether it improved on the best construction so far.
+    pub new_best: bool,
+    /// Objective evaluations used.
+    pub evaluations: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+}
+
+/// What an agent returns for one assignment.
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    /// The best construction: valid; strictly better than the start when `improved`.
+    pub best: Vec<f64>,
+    /// Exact score of `best`.
+    pub best_exact: BigRational,
+    /// Whether the exact scores confirm an improvement over the start.
+    pub improved: bool,
+    /// The program that produced `best` (the parent when nothing improved).
+    pub best_program: Program,
+    /// Evidence read off the parent's run.
+    pub evidence: Vec<Evidence>,
+    /// Every program run, in order.
+    pub runs: Vec<ProgramRun>,
+    /// Objective evaluations used in all.
+    pub evaluations: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// CPU seconds of the thread that did the work.
+    pub cpu_seconds: f64,
+}
+
+/// An agent that writes and runs optimizer programs under a harness.
+pub trait OptimizerWriter: Send + Sync {
+    /// The agent's name, recorded in the lineage.
+    fn name(&self) -> &str;
+
+    /// Revises the assignment's parent program under `harness`, runs what it wrote, and returns
+    /// the best construction it verified.
+    fn solve(&self, harness: &Harness, assignment: &Assignment) -> Result<Attempt>;
+}

@@ -1,0 +1,588 @@
+//! Edits on optimizer programs: the moves the optimizer-writing agent makes when it revises a
+//! parent program (tune a parameter, insert/delete/reorder a stage, swap the parameterisation,
+//! change resolution, add restarts or perturbation, cross over with a program that worked).
+//!
+//! Every edit returns a program that passes [`Program::check`], or `None` when it does not apply
+//! (nothing to delete, no parameter to tune, no library program to cross with).
+
+use crate::program::{
+    AdamParams, DinkelbachParams, LbfgsParams, LpParams, ParameterisationName, PerturbParams,
+    Program, PruneRegrowParams, ResampleMethod, ResampleParams, SmoothMaxName, Step,
+};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// A kind of edit on a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditKind {
+    /// Scale one numeric parameter by a log-uniform factor.
+    Tune,
+    /// Insert an optimizer stage suited to the problem.
+    Insert,
+    /// Delete a stage (never the last optimizer stage).
+    Delete,
+    /// Swap two neighbouring stages.
+    Reorder,
+    /// Swap a stage's parameterisation (or its smooth max where only one parameterisation fits).
+    Parameterisation,
+    /// Double the resolution before optimizing, or undo a resolution change.
+    Resolution,
+    /// Wrap the optimizer stages in independent restarts (or add more of them).
+    Restarts,
+    /// Append basin hopping: perturb, re-optimize, keep if better, until it stalls.
+    Perturbation,
+    /// Splice the head of this program with the tail of one that worked in the lineage.
+    Crossover,
+}
+
+impl EditKind {
+    /// Every edit kind, in a fixed order.
+    pub const ALL: [EditKind; 9] = [
+        EditKind::Tune,
+        EditKind::Insert,
+        EditKind::Delete,
+        EditKind::Reorder,
+        EditKind::Parameterisation,
+        EditKind::Resolution,
+        EditKind::Restarts,
+        EditKind::Perturbation,
+        EditKind::Crossover,
+    ];
+}
+
+/// What an edit may know about the task: the problem, the construction's size, and programs
+/// that improved tasks earlier in this lineage (for crossover).
+pub struct EditContext<'a> {
+    /// The problem's slug.
+    pub slug: &'a str,
+    /// Number of values of the construction the program will run on.
+    pub n: usize,
+    /// The problem's maximum number of values.
+    pub max_len: usize,
+    /// Programs that produced gains earlier in the lineage.
+    pub library: &'a [Program],
+    /// Largest factor a tuning edit may scale a parameter by (> 1).
+    pub tune_range: f64,
+}
+
+/// Largest construction a resolution edit will produce (keeps one task's cost bounded).
+pub const RESOLUTION_CAP: usize = 200_000;
+
+/// Applies one edit of `kind`; a description of what changed, or `None` if it does not apply.
+pub fn apply(
+    kind: EditKind,
+    program: &Program,
+    ctx: &EditContext,
+    rng: &mut impl Rng,
+) -> Option<(Program, String)> {
+    let edited = match kind {
+        EditKind::Tune => tune(program, ctx.tune_range, rng),
+        EditKind::Insert => insert(program, ctx, rng),
+        EditKind::Delete => delete(program, rng),
+        EditKind::Reorder => reorder(program, rng),
+        EditKind::Parameterisation => swap_parameterisation(program, ctx.slug, rng),
+        EditKind::Resolution => resolution(program, ctx),
+        EditKind::Restarts => restarts(program, rng),
+        EditKind::Perturbation => perturbation(program, ctx.slug),
+        EditKind::Crossover => crossover(program, ctx.library, rng),
+    }?;
+    let (mut edited, description) = edited;
+    edited.name = program.name.clone();
+    if edited.check().is_ok() && &edited != program {
+        Some((edited, description))
+    } else {
+        None
+    }
+}
+
+/// The parameterisations that keep a problem's constraints by construction.
+pub fn parameterisations_for(slug: &str) -> &'static [ParameterisationName] {
+    match slug {
+        "erdos-min-overlap" => &[ParameterisationName::Sigmoid],
+        "third-autocorrelation-inequality" => &[ParameterisationName::Raw],
+        _ => &[ParameterisationName::Square, ParameterisationName::Exp],
+    }
+}
+
+/// Whether a step runs an optimizer (spends objective evaluations) rather than reshaping.
+fn is_optimizer(step: &Step) -> bool {
+    !matches!(
+        step,
+        Step::Resample { .. } | Step::Perturb { .. } | Step::Symmetrize | Step::Finalize { .. }
+    )
+}
+
+/// Index of the trailing `finalize` step, if the program ends with one.
+fn body_end(program: &Program) -> usize {
+    match program.steps.last() {
+        Some(Step::Finalize { .. }) => program.steps.len() - 1,
+        _ => program.steps.len(),
+    }
+}
+
+fn tune(program: &Program, range: f64, rng: &mut impl Rng) -> Option<(Program, String)> {
+    let mut tree = toml::Value::try_from(program).ok()?;
+    let mut leaves = Vec::new();
+    collect_numbers(&tree, String::new(), &mut leaves);
+    let path = leaves.choose(rng)?.clone();
+    let factor = range.ln() * rng.gen_range(-1.0..=1.0);
+    let factor = factor.exp();
+    let (before, after) = scale_number(&mut tree, &path, factor)?;
+    let edited: Program = tree.try_into().ok()?;
+    Some((edited, format!("tune {path}: {before} -> {after}")))
+}
+
+/// Paths (`steps[2].betas`, `steps[0].body[1].iterations`) of the numeric parameters.
+fn collect_numbers(value: &toml::Value, path: String, out: &mut Vec<String>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, v) in table {
+                let here = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match v {
+                    toml::Value::Integer(_) | toml::Value::Float(_) => out.push(here),
+                    toml::Value::Array(items)
+                        if items.iter().all(|x| matches!(x, toml::Value::Float(_))) =>
+                    {
+                        if !items.is_empty() {
+                            out.push(here)
+                        }
+                    }
+                    _ => collect_numbers(v, here, out),
+                }
+            }
+        }
+        toml::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                collect_numbers(v, format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Scales the number (or every number of the float array) at `path`; returns before and after.
+fn scale_number(tree: &mut toml::Value, path: &str, factor: f64) -> Option<(String, String)> {
+    let mut node = tree;
+    let mut key_name = "";
+    for part in path.split('.') {
+        let (key, indices) = match part.find('[') {
+            Some(at) => (&part[..at], &part[at..]),
+            None => (part, ""),
+        };
+        key_name = key;
+        node = node.get_mut(key)?;
+        for index in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
+            node = node.get_mut(index.parse::<usize>().ok()?)?;
+        }
+    }
+    let unit_interval = matches!(key_name, "share" | "fraction");
+    let scale = |x: f64| {
+        let y = x * factor;
+        if unit_interval {
+            y.clamp(1e-6, 1.0)
+        } else {
+            y
+        }
+    };
+    let before = node.to_string();
+    match node {
+        toml::Value::Integer(k) => {
+            let scaled = (*k as f64 * factor).round().max(1.0) as i64;
+            *k = if scaled == *k { *k + 1 } else { scaled };
+        }
+        toml::Value::Float(x) => *x = scale(*x),
+        toml::Value::Array(items) => {
+            for item in items.iter_mut() {
+                if let toml::Value::Float(x) = item {
+                    *x = scale(*x);
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some((before, node.to_string()))
+}
+
+/// An optimizer stage suited to the problem, from a small menu, with moderate parameters.
+fn template_stage(slug: &str, rng: &mut impl Rng) -> Step {
+    let parameterisation = *parameterisations_for(slug).choose(rng).expect("non-empty");
+    let lbfgs = LbfgsParams {
+        parameterisation,
+        smooth_max: SmoothMaxName::LogSumExp,
+        betas: vec![1e4, 1e5, 1e6, 1e7, 1e8],
+        history: 50,
+        iterations: 300,
+    };
+    let mut menu = vec![
+        Step::Lbfgs {
+            params: lbfgs.clone(),
+            share: None,
+        },
+        Step::Adam {
+            params: AdamParams {
+                parameterisation,
+                beta: 1e3,
+                learning_rate: 1e-3,
+                gradient_noise: 1e-3,
+                iterations: 500,
+                patience: 100,
+            },
+            share: None,
+        },
+        Step::PruneRegrow {
+            params: PruneRegrowParams {
+                fraction: 0.01,
+                levels: 2,
+            },
+            share: None,
+        },
+    ];
+    match slug {
+        "first-autocorrelation-inequality" | "erdos-min-overlap" => menu.push(Step::SequentialLp {
+            params: LpParams {
+                active_lags: 100,
+                trust_radius: 1e-3,
+                steps: 50,
+            },
+            share: None,
+        }),
+        "second-autocorrelation-inequality" => menu.push(Step::Dinkelbach {
+            params: DinkelbachParams {
+                rounds: 3,
+                inner: lbfgs,
+            },
+            share: None,
+        }),
+        _ => {}
+    }
+    menu.swap_remove(rng.gen_range(0..menu.len()))
+}
+
+fn insert(program: &Program, ctx: &EditContext, rng: &mut impl Rng) -> Option<(Program, String)> {
+    let mut edited = program.clone();
+    let at = rng.gen_range(0..=body_end(program));
+    let step = template_stage(ctx.slug, rng);
+    let description = format!("insert {} at steps[{at}]", crate::runner::step_kind(&step));
+    edited.steps.insert(at, step);
+    Some((edited, description))
+}
+
+fn delete(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
+    let optimizers = program.steps.iter().filter(|s| is_optimizer(s)).count();
+    let candidates: Vec<usize> = (0..body_end(program))
+        .filter(|&i| !is_optimizer(&program.steps[i]) || optimizers > 1)
+        .collect();
+    let &at = candidates.choose(rng)?;
+    let mut edited = program.clone();
+    let removed = edited.steps.remove(at);
+    Some((
+        edited,
+        format!("delete {} at steps[{at}]", crate::runner::step_kind(&removed)),
+    ))
+}
+
+fn reorder(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
+    let end = body_end(program);
+    if end < 2 {
+        return None;
+    }
+    let at = rng.gen_range(0..end - 1);
+    let mut edited = program.clone();
+    edited.steps.swap(at, at + 1);
+    Some((edited, format!("swap steps[{at}] and steps[{}]", at + 1)))
+}
+
+/// Visits every L-BFGS parameter block in the steps (nested ones and Dinkelbach's inner run
+/// included), in order.
+fn visit_lbfgs_blocks(steps: &mut [Step], visit: &mut dyn FnMut(&mut LbfgsParams)) {
+    for step in steps {
+        match step {
+            Step::Lbfgs { params, .. } => visit(params),
+            Step::Dinkelbach { params, .. } => visit(&mut params.inner),
+            Step::Repeat { body, .. }
+            | Step::UntilStall { body, .. }
+            | Step::Restarts { body, .. }
+            | Step::KeepBest { body, .. } => visit_lbfgs_blocks(body, visit),
+            _ => {}
+        }
+    }
+}
+
+fn swap_parameterisation(
+    program: &Program,
+    slug: &str,
+    rng: &mut impl Rng,
+) -> Option<(Program, String)> {
+    let mut edited = program.clone();
+    let mut blocks = 0;
+    visit_lbfgs_blocks(&mut edited.steps, &mut |_| blocks += 1);
+    if blocks == 0 {
+        return None;
+    }
+    let target = rng.gen_range(0..blocks);
+    let roll = rng.gen::<u64>();
+    let mut index = 0;
+    let mut description = String::new();
+    visit_lbfgs_blocks(&mut edited.steps, &mut |params| {
+        if index == target {
+            let choices: Vec<_> = parameterisations_for(slug)
+                .iter()
+                .copied()
+                .filter(|&p| p != params.parameterisation)
+                .collect();
+            description = if choices.is_empty() {
+                let before = params.smooth_max;
+                params.smooth_max = match before {
+                    SmoothMaxName::LogSumExp => SmoothMaxName::PNorm,
+                    SmoothMaxName::PNorm => SmoothMaxName::LogSumExp,
+                };
+                format!("smooth max {before:?} -> {:?}", params.smooth_max)
+            } else {
+                let before = params.parameterisation;
+                params.parameterisation = choices[(roll % choices.len() as u64) as usize];
+                format!("parameterisation {before:?} -> {:?}", params.parameterisation)
+            };
+        }
+        index += 1;
+    });
+    Some((edited, description))
+}
+
+fn resolution(program: &Program, ctx: &EditContext) -> Option<(Program, String)> {
+    let mut edited = program.clone();
+    if let Some(at) = edited
+        .steps
+        .iter()
+        .position(|s| matches!(s, Step::Resample { .. }))
+    {
+        edited.steps.remove(at);
+        return Some((edited, format!("remove the resolution change at steps[{at}]")));
+    }
+    if 2 * ctx.n > ctx.max_len.min(RESOLUTION_CAP) {
+        return None;
+    }
+    edited.steps.insert(
+        0,
+        Step::Resample {
+            params: ResampleParams {
+                method: ResampleMethod::BlockRepeat,
+                factor: 2,
+                noise: 1e-9,
+            },
+        },
+    );
+    Some((edited, "double the resolution first (block repeat)".into()))
+}
+
+fn restarts(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
+    let mut edited = program.clone();
+    if let Some(Step::Restarts { count, .. }) = edited
+        .steps
+        .iter_mut()
+        .find(|s| matches!(s, Step::Restarts { .. }))
+    {
+        *count += 1;
+        let description = format!("restarts: {} -> {count}", *count - 1);
+        return Some((edited, description));
+    }
+    let end = body_end(program);
+    let count = rng.gen_range(2..=4);
+    let body: Vec<Step> = edited.steps.drain(..end).collect();
+    edited.steps.insert(
+        0,
+        Step::Restarts {
+            count,
+            body: strip_shares(body),
+            share: None,
+        },
+    );
+    Some((edited, format!("wrap the stages in {count} restarts")))
+}
+
+/// The steps without their budget shares (inside a block, shares would be relative to it).
+fn strip_shares(steps: Vec<Step>) -> Vec<Step> {
+    steps
+        .into_iter()
+        .map(|mut step| {
+            match &mut step {
+                Step::Lbfgs { share, .. }
+                | Step::Adam { share, .. }
+                | Step::Dinkelbach { share, .. }
+                | Step::SequentialLp { share, .. }
+                | Step::PruneRegrow { share, .. }
+                | Step::Repeat { share, .. }
+                | Step::UntilStall { share, .. }
+                | Step::Restarts { share, .. }
+                | Step::KeepBest { share, .. } => *share = None,
+                _ => {}
+            }
+            step
+        })
+        .collect()
+}
+
+fn perturbation(program: &Program, slug: &str) -> Option<(Program, String)> {
+    if program
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::UntilStall { .. }))
+    {
+        return None;
+    }
+    let parameterisation = parameterisations_for(slug)[0];
+    let hop = Step::UntilStall {
+        patience: 3,
+        body: vec![Step::KeepBest {
+            body: vec![
+                Step::Perturb {
+                    params: PerturbParams {
+                        fraction: 0.02,
+                        scale: 0.01,
+                    },
+                },
+                Step::Lbfgs {
+                    params: LbfgsParams {
+                        parameterisation,
+                        smooth_max: SmoothMaxName::LogSumExp,
+                        betas: vec![1e6, 1e7, 1e8],
+                        history: 50,
+                        iterations: 200,
+                    },
+                    share: None,
+                },
+            ],
+            share: None,
+        }],
+        share: None,
+    };
+    let mut edited = program.clone();
+    let at = body_end(program);
+    edited.steps.insert(at, hop);
+    Some((edited, "append basin hopping (perturb 2%, L-BFGS, keep best)".into()))
+}
+
+fn crossover(
+    program: &Program,
+    library: &[Program],
+    rng: &mut impl Rng,
+) -> Option<(Program, String)> {
+    let other = library.iter().filter(|p| *p != program).collect::<Vec<_>>();
+    let other = *other.choose(rng)?;
+    let head = body_end(program).div_ceil(2);
+    let tail_from = body_end(other) / 2;
+    let mut steps: Vec<Step> = program.steps[..head].to_vec();
+    steps.extend(other.steps[tail_from..].iter().cloned());
+    if !matches!(steps.last(), Some(Step::Finalize { .. })) {
+        if let Some(finalize) = program.steps.get(body_end(program)) {
+            steps.push(finalize.clone());
+        }
+    }
+    let edited = Program {
+        name: program.name.clone(),
+        description: program.description.clone(),
+        steps: strip_shares(steps),
+    };
+    Some((
+        edited,
+        format!(
+            "cross over: steps[..{head}] of this program with steps[{tail_from}..] of '{}'",
+            other.name
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn program(slug: &str) -> Program {
+        let text = match slug {
+            "third-autocorrelation-inequality" => {
+                include_str!("../../problems/optimizers/third-autocorrelation-inequality.default.toml")
+            }
+            "lbfgs-cascade" => include_str!("../../problems/optimizers/lbfgs-cascade.toml"),
+            _ => include_str!("../../problems/optimizers/first-autocorrelation-inequality.default.toml"),
+        };
+        Program::parse(text, std::path::Path::new("test.toml")).unwrap()
+    }
+
+    #[test]
+    fn every_edit_yields_a_checked_program_different_from_its_parent() {
+        let library = vec![program("lbfgs-cascade")];
+        let mut applied = std::collections::BTreeMap::new();
+        for (slug, parent) in [
+            (
+                "third-autocorrelation-inequality",
+                program("third-autocorrelation-inequality"),
+            ),
+            ("first-autocorrelation-inequality", program("lbfgs-cascade")),
+        ] {
+            let ctx = EditContext {
+                slug,
+                n: 400,
+                max_len: 100_000,
+                library: &library,
+                tune_range: 4.0,
+            };
+            let mut rng = ChaCha8Rng::seed_from_u64(7);
+            for kind in EditKind::ALL {
+                for _ in 0..20 {
+                    if let Some((child, description)) = apply(kind, &parent, &ctx, &mut rng) {
+                        assert!(child.check().is_ok(), "{kind:?}: {description}");
+                        assert_ne!(child, parent, "{kind:?}: {description}");
+                        assert!(!description.is_empty());
+                        let reparsed =
+                            Program::parse(&child.to_toml(), std::path::Path::new("x")).unwrap();
+                        assert_eq!(reparsed, child);
+                        *applied.entry(kind).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        for kind in EditKind::ALL {
+            assert!(applied.contains_key(&kind), "{kind:?} never applied");
+        }
+    }
+
+    #[test]
+    fn edits_are_deterministic_given_the_rng_seed() {
+        let parent = program("third-autocorrelation-inequality");
+        let ctx = EditContext {
+            slug: "third-autocorrelation-inequality",
+            n: 400,
+            max_len: 100_000,
+            library: &[],
+            tune_range: 4.0,
+        };
+        let run = |seed| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            EditKind::ALL
+                .iter()
+                .filter_map(|&k| apply(k, &parent, &ctx, &mut rng))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(3), run(3));
+    }
+
+    #[test]
+    fn resolution_respects_the_length_cap() {
+        let parent = program("lbfgs-cascade");
+        let ctx = EditContext {
+            slug: "first-autocorrelation-inequality",
+            n: 60_000,
+            max_len: 100_000,
+            library: &[],
+            tune_range: 4.0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        assert!(apply(EditKind::Resolution, &parent, &ctx, &mut rng).is_none());
+    }
+}

@@ -1,0 +1,369 @@
+//! Harnesses: the policy of the agent that writes optimizer programs.
+//!
+//! A harness is data (TOML, `problems/harnesses/*.toml`). It says how the agent revises a task's
+//! parent program: how many revised programs it writes and runs, a weighted menu of edits
+//! ([`edits::EditKind`]), diagnosis rules mapping evidence from the parent's run
+//! ([`evidence::Evidence`]) to preferred edits, how the task's budget is split (a minimal valid
+//! run of the parent first, exploration, a reserve to polish the best), when it triages, and how
+//! many candidates it verifies exactly before it stops. MILO evolves harnesses; the built-in agent
+//! ([`crate::agent::BuiltinWriter`]) interprets them.
+//!
+//! A harness must be general: [`Harness::check_general`] rejects one that names a task, a start
+//! or a file of the suite, or embeds construction data.
+
+pub mod edits;
+pub mod evidence;
+
+use crate::error::{MiloError, Result};
+pub use edits::EditKind;
+pub use evidence::Evidence;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Whether each revision edits the parent program or the best revision so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevisionBase {
+    /// Every revision starts from the task's parent program.
+    Parent,
+    /// Revisions chain: each edits the best program found so far.
+    Best,
+}
+
+/// Whether each revised program runs from the task's start or the best construction so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunFrom {
+    /// Every program runs from the task's start construction.
+    Start,
+    /// Programs continue from the best construction found so far.
+    Best,
+}
+
+/// A diagnosis rule: when the parent's run shows `when`, edits in `prefer` get `boost`× weight.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// The evidence that triggers the rule.
+    pub when: Evidence,
+    /// The edits the rule favours.
+    pub prefer: Vec<EditKind>,
+    /// The factor applied to their menu weights (> 0).
+    pub boost: f64,
+}
+
+/// How a task's budget is split; the three shares add up to at most 1 (the rest is unused).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSplit {
+    /// A run of the parent program as it is: a valid baseline and the evidence to diagnose.
+    pub minimal: f64,
+    /// The revised programs, split evenly among them (leftovers roll forward).
+    pub explore: f64,
+    /// Polishing: the best revised program again, from the best construction.
+    pub reserve: f64,
+}
+
+/// The policy of the optimizer-writing agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Harness {
+    /// Short name.
+    pub name: String,
+    /// What the policy is meant to do.
+    #[serde(default)]
+    pub description: String,
+    /// Revised programs written and run per task (1–16).
+    pub programs: usize,
+    /// Edits applied to make one revision (1–8).
+    pub edits_per_program: usize,
+    /// Which program a revision edits.
+    pub revise: RevisionBase,
+    /// Which construction a revised program runs from.
+    pub run_from: RunFrom,
+    /// Largest factor a tuning edit scales a parameter by (1 < range ≤ 100).
+    pub tune_range: f64,
+    /// Stop exploring after this many revisions in a row without a new best (0 = never).
+    pub stop_after_failures: usize,
+    /// Triage: when the exploration budget left is below this fraction of one revision's
+    /// allotment, exploration stops and the rest goes to the reserve (0–1).
+    pub triage: f64,
+    /// Candidates (best first by float score) verified exactly before the agent stops (≥ 1).
+    pub verify_top: usize,
+    /// The budget split.
+    pub budget: BudgetSplit,
+    /// The edit menu: weight of each edit kind (missing kinds weigh 0).
+    pub menu: BTreeMap<EditKind, f64>,
+    /// Diagnosis rules, applied in order (boosts multiply).
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+/// Largest number array a harness may hold: longer ones are construction data, not policy.
+const MAX_NUMBER_ARRAY: usize = 16;
+
+impl Harness {
+    /// Parses and checks a harness's TOML text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Harness> {
+        let malformed = |message: String| MiloError::Malformed {
+            path: origin.to_path_buf(),
+            message,
+        };
+        let raw: toml::Value = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        if let Some(path) = long_number_array(&raw, String::new()) {
+            return Err(malformed(format!(
+                "{path}: an array of more than {MAX_NUMBER_ARRAY} numbers is construction data, \
+                 which a harness may not embed"
+            )));
+        }
+        let harness: Harness = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        harness.check().map_err(malformed)?;
+        Ok(harness)
+    }
+
+    /// Reads and checks a harness file.
+    pub fn load(path: &Path) -> Result<Harness> {
+        let text = std::fs::read_to_string(path).map_err(|source| MiloError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Harness::parse(&text, path)
+    }
+
+    /// The harness as TOML text (parses back to an equal harness).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("harnesses serialise to TOML")
+    }
+
+    /// Content address: the sha256 of the canonical TOML text, first 16 hex digits.
+    pub fn content_hash(&self) -> String {
+        let digest = Sha256::digest(self.to_toml().as_bytes());
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Value checks serde cannot express; the message names the key.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if !(1..=16).contains(&self.programs) {
+            return Err(format!("programs: must be 1–16, got {}", self.programs));
+        }
+        if !(1..=8).contains(&self.edits_per_program) {
+            return Err(format!(
+                "edits_per_program: must be 1–8, got {}",
+                self.edits_per_program
+            ));
+        }
+        if !(self.tune_range > 1.0 && self.tune_range <= 100.0) {
+            return Err(format!(
+                "tune_range: must be in (1, 100], got {}",
+                self.tune_range
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.triage) {
+            return Err(format!("triage: must be in [0, 1], got {}", self.triage));
+        }
+        if self.verify_top == 0 {
+            return Err("verify_top: must be at least 1".into());
+        }
+        let b = self.budget;
+        for (key, share) in [
+            ("minimal", b.minimal),
+            ("explore", b.explore),
+            ("reserve", b.reserve),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(format!("budget.{key}: must be in [0, 1], got {share}"));
+            }
+        }
+        if b.minimal + b.explore + b.reserve > 1.0 + 1e-12 {
+            return Err(format!(
+                "budget: minimal + explore + reserve = {} > 1",
+                b.minimal + b.explore + b.reserve
+            ));
+        }
+        if b.minimal <= 0.0 {
+            return Err("budget.minimal: must be positive (the agent always runs the parent \
+                        once, for a valid baseline and evidence)"
+                .into());
+        }
+        for (kind, &w) in &self.menu {
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(format!("menu.{}: must be ≥ 0, got {w}", kind_key(*kind)));
+            }
+        }
+        if self.menu.values().sum::<f64>() <= 0.0 {
+            return Err("menu: at least one edit needs a positive weight".into());
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !(rule.boost.is_finite() && rule.boost > 0.0) {
+                return Err(format!("rules[{i}].boost: must be positive, got {}", rule.boost));
+            }
+            if rule.prefer.is_empty() {
+                return Err(format!("rules[{i}].prefer: names no edit"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The generality check: an error if any text of the harness names one of `forbidden`
+    /// (task ids, start labels, file names of the suite) — a harness may not carry
+    /// task-specific logic.
+    pub fn check_general(&self, forbidden: &[String]) -> std::result::Result<(), String> {
+        let text = self.to_toml();
+        for word in forbidden.iter().filter(|w| w.len() >= 3) {
+            if text.contains(word.as_str()) {
+                return Err(format!(
+                    "the harness names '{word}' from the suite; harnesses must be task-agnostic"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Menu weights after the rules fired by `evidence` (same order as [`EditKind::ALL`]).
+    pub fn edit_weights(&self, evidence: &[Evidence]) -> Vec<f64> {
+        EditKind::ALL
+            .iter()
+            .map(|kind| {
+                let base = self.menu.get(kind).copied().unwrap_or(0.0);
+                self.rules
+                    .iter()
+                    .filter(|r| evidence.contains(&r.when) && r.prefer.contains(kind))
+                    .fold(base, |w, r| w * r.boost)
+            })
+            .collect()
+    }
+}
+
+/// The TOML key of an edit kind.
+pub fn kind_key(kind: EditKind) -> String {
+    toml::Value::try_from(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Path of the first array holding more than [`MAX_NUMBER_ARRAY`] numbers.
+fn long_number_array(value: &toml::Value, path: String) -> Option<String> {
+    match value {
+        toml::Value::Array(items) => {
+            let numbers = items
+                .iter()
+                .filter(|x| matches!(x, toml::Value::Integer(_) | toml::Value::Float(_)))
+                .count();
+            if numbers > MAX_NUMBER_ARRAY {
+                return Some(path);
+            }
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| long_number_array(v, format!("{path}[{i}]")))
+        }
+        toml::Value::Table(table) => table.iter().find_map(|(k, v)| {
+            let here = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            long_number_array(v, here)
+        }),
+        _ => None,
+    }
+}
+
+/// The seed harnesses shipped with milo (`problems/harnesses/`), embedded in the binary.
+pub fn seed_harnesses() -> Vec<Harness> {
+    [
+        ("steady-polish", include_str!("../../problems/harnesses/steady-polish.toml")),
+        ("explorer", include_str!("../../problems/harnesses/explorer.toml")),
+        ("diagnostician", include_str!("../../problems/harnesses/diagnostician.toml")),
+    ]
+    .iter()
+    .map(|(name, text)| {
+        let origin = Path::new("problems/harnesses").join(format!("{name}.toml"));
+        match Harness::parse(text, &origin) {
+            Ok(h) => h,
+            Err(e) => panic!("embedded seed harness is broken: {e}"),
+        }
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_harnesses_are_distinct_and_round_trip() {
+        let seeds = seed_harnesses();
+        assert_eq!(seeds.len(), 3);
+        for (i, a) in seeds.iter().enumerate() {
+            let back = Harness::parse(&a.to_toml(), Path::new("x")).unwrap();
+            assert_eq!(&back, a);
+            assert_eq!(back.content_hash(), a.content_hash());
+            for b in &seeds[i + 1..] {
+                assert_ne!(a.content_hash(), b.content_hash());
+                assert_ne!(a.name, b.name);
+            }
+        }
+    }
+
+    fn with(edit: &str) -> String {
+        let base = seed_harnesses()[0].to_toml();
+        format!("{edit}\n{base}")
+    }
+
+    #[test]
+    fn malformed_harnesses_name_the_key() {
+        let err = |text: &str| Harness::parse(text, Path::new("h.toml")).unwrap_err().to_string();
+        assert!(err(&with("colour = 3")).contains("colour"));
+        let base = seed_harnesses()[0].clone();
+        let mut bad = base.clone();
+        bad.programs = 0;
+        assert!(err(&bad.to_toml()).contains("programs"));
+        let mut bad = base.clone();
+        bad.budget.explore = 0.9;
+        bad.budget.reserve = 0.9;
+        assert!(err(&bad.to_toml()).contains("budget"));
+        let mut bad = base.clone();
+        bad.menu.clear();
+        assert!(err(&bad.to_toml()).contains("menu"));
+        let text = base.to_toml().replace("[menu]", "[menu]\nteleport = 1.0");
+        assert!(err(&text).contains("teleport"));
+    }
+
+    #[test]
+    fn embedded_construction_data_and_task_names_are_rejected() {
+        let data: Vec<String> = (0..40).map(|i| format!("{}.5", i)).collect();
+        let text = with(&format!("values = [{}]", data.join(", ")));
+        let message = Harness::parse(&text, Path::new("h.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("values"), "{message}");
+        assert!(message.contains("construction data"), "{message}");
+
+        let mut sneaky = seed_harnesses()[0].clone();
+        sneaky.description = "special-case alphaevolve/third-default/s1".into();
+        let forbidden = vec!["alphaevolve/third-default/s1".to_string()];
+        assert!(sneaky.check_general(&forbidden).is_err());
+        assert!(seed_harnesses()[0].check_general(&forbidden).is_ok());
+    }
+
+    #[test]
+    fn rules_boost_the_preferred_edits_only_when_their_evidence_is_present() {
+        let h = seed_harnesses()
+            .into_iter()
+            .find(|h| !h.rules.is_empty())
+            .expect("a seed harness with rules");
+        let rule = &h.rules[0];
+        let plain = h.edit_weights(&[]);
+        let fired = h.edit_weights(&[rule.when]);
+        for (i, kind) in EditKind::ALL.iter().enumerate() {
+            if rule.prefer.contains(kind) && plain[i] > 0.0 {
+                assert!(fired[i] != plain[i], "{kind:?}");
+            }
+        }
+        assert_eq!(h.edit_weights(&[]), plain);
+    }
+}
