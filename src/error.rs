@@ -3,7 +3,8 @@
 //! Two kinds of failure matter to a user: the input could not be read at all (usage errors, missing
 //! or malformed files: exit 2), or it was read but is not a valid construction for the problem
 //! (NaN, a forbidden negative value, too many values…: exit 3). Every message names the rule and,
-//! where there is one, the first offending index and value.
+//! where there is one, the first offending index and value. Talking to the arena adds exit 4 (server
+//! unreachable or unusable answer) and exit 5 (a pulled entry's arena score disagrees with ours).
 
 use std::path::PathBuf;
 
@@ -13,6 +14,11 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code for a construction that was read but breaks a rule of the problem.
 pub const EXIT_INVALID: i32 = 3;
+/// Exit code when the arena server could not be reached in time or gave an unusable answer.
+pub const EXIT_REMOTE: i32 = 4;
+/// Exit code of `milo arena pull` when every pulled entry is valid but some arena score disagrees
+/// with the exact re-verification (an invalid entry gives [`EXIT_INVALID`] instead).
+pub const EXIT_MISMATCH: i32 = 5;
 
 /// A rule of a problem broken by a construction, with the first offending index and value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -95,6 +101,15 @@ pub enum MiloError {
     /// The construction is not valid for the problem.
     #[error("invalid construction: {0}")]
     Invalid(#[from] Violation),
+    /// The arena server could not be reached in time or gave an unusable answer (refused
+    /// connection, timeout, HTTP error status, a response that is not the expected JSON).
+    #[error("{url}: {message}")]
+    Remote {
+        /// The request's URL.
+        url: String,
+        /// What went wrong, naming the field or entry where the response is at fault.
+        message: String,
+    },
 }
 
 impl MiloError {
@@ -102,6 +117,7 @@ impl MiloError {
     pub fn exit_code(&self) -> i32 {
         match self {
             MiloError::Invalid(_) => EXIT_INVALID,
+            MiloError::Remote { .. } => EXIT_REMOTE,
             MiloError::Usage(_) | MiloError::Io { .. } | MiloError::Malformed { .. } => EXIT_USAGE,
         }
     }

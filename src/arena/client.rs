@@ -1,0 +1,299 @@
+//! The HTTP side: the arena's two public endpoints and the JSON shapes they return.
+//!
+//! `GET {base}/api/problems` lists the problems; `GET {base}/api/solutions/best?problem_id=ID&limit=N`
+//! lists a problem's best solutions, best first. Every failure (no connection, a timeout, an HTTP
+//! error status, a body that is not the expected JSON) is a [`MiloError::Remote`] naming the URL
+//! and, for a malformed body, the JSON path of the offending field and what was expected there.
+
+use crate::construction::{parse_values, ParseError};
+use crate::error::{MiloError, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::fmt;
+use std::time::Duration;
+
+/// The platform the client talks to unless told otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://einsteinarena.com";
+/// Default time allowed to connect, and for each read or write on the connection.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most solutions the arena returns for one request.
+pub const MAX_LIMIT: usize = 100;
+/// Largest response body accepted (100 entries of 2,000,000 values fit comfortably).
+const BODY_LIMIT: u64 = 8 << 30;
+/// Characters of an error response's body quoted in the message.
+const BODY_EXCERPT: usize = 200;
+/// The shape of `GET /api/problems`, in words for error messages.
+const PROBLEMS_SHAPE: &str =
+    "a JSON list of {id, slug, title, scoring, minImprovement, evaluationMode}";
+/// The shape of `GET /api/solutions/best`, in words for error messages.
+const SOLUTIONS_SHAPE: &str = "a JSON list of {id, agentName, score, createdAt, data}";
+
+/// An identifier as the server sends it: a number or a string (kept verbatim).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ArenaId {
+    /// A numeric identifier.
+    Number(i64),
+    /// A textual identifier.
+    Text(String),
+}
+
+impl fmt::Display for ArenaId {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            ArenaId::Number(n) => write!(f, "{n}"),
+            ArenaId::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One entry of `GET /api/problems`; the fields milo does not use are kept as served.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArenaProblem {
+    /// The server's identifier, passed back as `problem_id`.
+    pub id: ArenaId,
+    /// The problem's slug (the same slugs as `milo problems`).
+    pub slug: String,
+    /// Display title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Scoring direction or rule, as served.
+    #[serde(default)]
+    pub scoring: Option<serde_json::Value>,
+    /// The server's improvement threshold, as served.
+    #[serde(default, rename = "minImprovement")]
+    pub min_improvement: Option<serde_json::Value>,
+    /// How the server evaluates submissions, as served.
+    #[serde(default, rename = "evaluationMode")]
+    pub evaluation_mode: Option<serde_json::Value>,
+}
+
+/// One entry of `GET /api/solutions/best`, with its `data` parsed into values.
+#[derive(Clone, Debug)]
+pub struct ArenaSolution {
+    /// The server's identifier of the submission.
+    pub id: ArenaId,
+    /// Who submitted it.
+    pub agent_name: String,
+    /// The score the arena computed.
+    pub score: f64,
+    /// When it was submitted, as served.
+    pub created_at: String,
+    /// The submitted values (`data.values`), each the nearest float64 of its decimal text.
+    pub values: Vec<f64>,
+}
+
+/// One entry of `GET /api/solutions/best` as it arrives, `data` still raw JSON text.
+#[derive(Deserialize)]
+struct WireSolution {
+    id: ArenaId,
+    #[serde(rename = "agentName")]
+    agent_name: String,
+    score: f64,
+    #[serde(rename = "createdAt")]
+    created_at: String,
+    data: Box<RawValue>,
+}
+
+impl WireSolution {
+    /// Parses `data` exactly as a construction file is read; the error names what is wrong (no
+    /// `values`, an empty array, a non-numeric entry with its index and token).
+    fn parse(self, rank: usize) -> std::result::Result<ArenaSolution, String> {
+        let values = parse_values(self.data.get()).map_err(|e| match e {
+            ParseError::Invalid(mut v) => {
+                v.problem = "`data.values`".into();
+                v.to_string()
+            }
+            ParseError::Malformed(m) => format!("`data`: {m}"),
+        });
+        let values = values.map_err(|m| {
+            format!(
+                "rank {rank} (arena solution {}, agent {:?}) is not a construction: {m}",
+                self.id, self.agent_name
+            )
+        })?;
+        Ok(ArenaSolution {
+            id: self.id,
+            agent_name: self.agent_name,
+            score: self.score,
+            created_at: self.created_at,
+            values,
+        })
+    }
+}
+
+/// A blocking client of one arena server, with connect and per-read/write timeouts.
+pub struct ArenaClient {
+    base: String,
+    agent: ureq::Agent,
+}
+
+impl ArenaClient {
+    /// A client of the server at `base_url` (`http://` or `https://`; a trailing `/` is dropped).
+    pub fn new(base_url: &str, timeout: Duration) -> Result<ArenaClient> {
+        let base = base_url.trim_end_matches('/').to_string();
+        let has_host = ["http://", "https://"]
+            .iter()
+            .any(|scheme| base.strip_prefix(scheme).is_some_and(|h| !h.is_empty()));
+        if !has_host {
+            return Err(MiloError::Usage(format!(
+                "--base-url {base_url}: expected an http:// or https:// URL with a host"
+            )));
+        }
+        if timeout.is_zero() {
+            return Err(MiloError::Usage("--timeout must be positive".into()));
+        }
+        let config = ureq::Agent::config_builder()
+            .timeout_resolve(Some(timeout))
+            .timeout_connect(Some(timeout))
+            .timeout_per_read(Some(timeout))
+            .timeout_per_write(Some(timeout))
+            .http_status_as_error(false)
+            .user_agent(concat!("milo/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Ok(ArenaClient {
+            base,
+            agent: config.new_agent(),
+        })
+    }
+
+    /// The server's base URL, without a trailing `/`.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// Every problem the server knows.
+    pub fn problems(&self) -> Result<Vec<ArenaProblem>> {
+        self.get_json("/api/problems", &[], PROBLEMS_SHAPE)
+    }
+
+    /// The server's problem with this slug, or a usage error listing the slugs it knows.
+    pub fn problem(&self, slug: &str) -> Result<ArenaProblem> {
+        let problems = self.problems()?;
+        let known: Vec<&str> = problems.iter().map(|p| p.slug.as_str()).collect();
+        if let Some(p) = problems.iter().find(|p| p.slug == slug) {
+            return Ok(p.clone());
+        }
+        Err(MiloError::Usage(format!(
+            "the arena at {} has no problem '{slug}'; it knows: {}",
+            self.base,
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )))
+    }
+
+    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first.
+    pub fn best_solutions(&self, problem_id: &ArenaId, limit: usize) -> Result<Vec<ArenaSolution>> {
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(MiloError::Usage(format!(
+                "limit {limit}: the arena returns 1 to {MAX_LIMIT} solutions"
+            )));
+        }
+        let path = "/api/solutions/best";
+        let query = [
+            ("problem_id", problem_id.to_string()),
+            ("limit", limit.to_string()),
+        ];
+        let wire: Vec<WireSolution> = self.get_json(path, &query, SOLUTIONS_SHAPE)?;
+        wire.into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                w.parse(i + 1).map_err(|message| MiloError::Remote {
+                    url: self.display_url(path, &query),
+                    message,
+                })
+            })
+            .collect()
+    }
+
+    /// `{base}{path}?k=v&…` as shown in messages (the request itself encodes the query).
+    fn display_url(&self, path: &str, query: &[(&str, String)]) -> String {
+        let pairs: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if pairs.is_empty() {
+            format!("{}{path}", self.base)
+        } else {
+            format!("{}{path}?{}", self.base, pairs.join("&"))
+        }
+    }
+
+    /// `GET {base}{path}?{query}` parsed as `T` (described to the user as `expected`); every
+    /// failure names the URL.
+    fn get_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        expected: &str,
+    ) -> Result<T> {
+        let url = format!("{}{path}", self.base);
+        let mut request = self.agent.get(&url);
+        for (key, value) in query {
+            request = request.query(*key, value);
+        }
+        let shown = self.display_url(path, query);
+        let remote = |message: String| MiloError::Remote {
+            url: shown.clone(),
+            message,
+        };
+        let mut response = request.call().map_err(|e| remote(describe(&e)))?;
+        let status = response.status();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(BODY_LIMIT)
+            .read_to_vec()
+            .map_err(|e| remote(format!("reading the response failed: {}", describe(&e))))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body);
+            let excerpt: String = text.trim().chars().take(BODY_EXCERPT).collect();
+            return Err(remote(format!(
+                "the server answered HTTP {status}{}",
+                if excerpt.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {excerpt}")
+                }
+            )));
+        }
+        let mut de = serde_json::Deserializer::from_slice(&body);
+        let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!(" at {path}")
+            };
+            remote(format!(
+                "malformed response{at}: {}; expected {expected}",
+                e.inner()
+            ))
+        })?;
+        de.end().map_err(|e| {
+            remote(format!(
+                "malformed response: {e} after the JSON; expected {expected}"
+            ))
+        })?;
+        Ok(value)
+    }
+}
+
+/// A transport error in words a user can act on.
+fn describe(err: &ureq::Error) -> String {
+    match err {
+        ureq::Error::Timeout(which) => format!(
+            "timed out ({which}); the server did not answer within the --timeout (raise it for a slow connection)"
+        ),
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused (is the server up and the --base-url right?)".into()
+        }
+        ureq::Error::HostNotFound => "host not found (check the --base-url)".into(),
+        ureq::Error::Io(io) => io.to_string(),
+        ureq::Error::BodyExceedsLimit(limit) => {
+            format!("the response is larger than {limit} bytes")
+        }
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,452 @@
+//! Pulling a leaderboard: every entry saved as a construction file with its provenance, each
+//! re-verified exactly from the saved file, and the directory installed only once complete.
+//!
+//! Layout of a pull into `DIR` (`rank-NN` has two digits, three when 100 entries are pulled):
+//! - `rank-NN-<agent>.json`: the values, `{"values": [...]}` in shortest round-trip form;
+//! - `rank-NN-<agent>.provenance.json`: a [`Provenance`];
+//! - `PULL.json`: a [`PullSummary`] listing every entry.
+//!
+//! Everything is fetched first; the files are then written and verified inside a hidden sibling
+//! `.DIR.pull-XXXXXX` that is renamed to `DIR` only when every file is in place (and removed on
+//! any failure), so a `DIR` that exists is a complete pull.
+
+use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
+use crate::construction::{parse_values, write_values};
+use crate::error::{MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
+use crate::exact::rational::{decimal_of_f64, decimal_string, from_f64, to_f64, SCORE_DIGITS};
+use crate::problems::{by_slug, Problem};
+use crate::verify::{verify, Mode, Options};
+use num_traits::{Signed, Zero};
+use rayon::prelude::*;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Largest relative difference between the arena's score and our exact score not flagged.
+pub const RELATIVE_TOLERANCE: f64 = 1e-12;
+/// Name of the summary file of a pull.
+pub const SUMMARY_FILE: &str = "PULL.json";
+/// Longest agent part of a file name.
+const AGENT_CHARS: usize = 40;
+
+/// What to pull and where to put it.
+#[derive(Clone, Debug)]
+pub struct PullRequest {
+    /// The problem's slug (on the server and in `milo problems`).
+    pub slug: String,
+    /// How many of the best entries to pull (1…100).
+    pub limit: usize,
+    /// The directory to create.
+    pub into: PathBuf,
+    /// Replace `into` when it exists and is not empty.
+    pub force: bool,
+}
+
+/// Why an entry deserves a second look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flag {
+    /// The construction breaks a rule of the problem (it is saved anyway, for inspection).
+    Invalid,
+    /// The arena's score differs from our exact score by more than [`RELATIVE_TOLERANCE`].
+    ScoreMismatch,
+}
+
+/// Where one pulled construction came from and what milo makes of it (`rank-NN-*.provenance.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Provenance {
+    /// Position on the leaderboard, 1 = best.
+    pub rank: usize,
+    /// The construction file's name, in the same directory.
+    pub file: String,
+    /// SHA-256 of the construction file's bytes, lowercase hex.
+    pub sha256: String,
+    /// Number of values.
+    pub n: usize,
+    /// The problem's slug.
+    pub problem: String,
+    /// The server's identifier of the problem.
+    pub problem_id: ArenaId,
+    /// The server the entry was pulled from.
+    pub base_url: String,
+    /// The server's identifier of the submission.
+    pub arena_solution_id: ArenaId,
+    /// Who submitted it.
+    pub agent: String,
+    /// The score the arena published.
+    pub arena_score: f64,
+    /// When it was submitted, as the server wrote it.
+    pub created_at: String,
+    /// When it was pulled (RFC 3339, UTC).
+    pub pulled_at: String,
+    /// Whether the construction passes the problem's rules.
+    pub valid: bool,
+    /// The broken rule, for an invalid construction.
+    pub violation: Option<String>,
+    /// Our exact score to 40 significant digits, as `milo verify --json` prints it.
+    pub score_exact: Option<String>,
+    /// Our float64 score.
+    pub score_f64: Option<f64>,
+    /// A-priori bound on `|score_f64 − exact|`.
+    pub error_bound: Option<f64>,
+    /// `|arena_score − exact| / |exact|` (absent for invalid entries or a zero exact score).
+    pub relative_difference: Option<f64>,
+    /// What deserves a second look (empty when the entry is valid and its score agrees).
+    pub flags: Vec<Flag>,
+    /// The milo version that verified it.
+    pub milo_version: String,
+}
+
+/// One line of `PULL.json`: a provenance and the name of its file.
+#[derive(Clone, Debug, Serialize)]
+pub struct PulledEntry {
+    /// The provenance file's name.
+    pub provenance_file: String,
+    /// The entry.
+    #[serde(flatten)]
+    pub provenance: Provenance,
+}
+
+/// How many entries were pulled, and how many were flagged.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Counts {
+    /// Entries saved.
+    pub entries: usize,
+    /// Entries that break a rule of the problem.
+    pub invalid: usize,
+    /// Entries whose arena score disagrees with ours.
+    pub score_mismatch: usize,
+}
+
+/// A whole pull (`PULL.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PullSummary {
+    /// The problem as the server described it.
+    pub problem: ArenaProblem,
+    /// The server.
+    pub base_url: String,
+    /// When the pull happened (RFC 3339, UTC).
+    pub pulled_at: String,
+    /// How many entries were asked for.
+    pub limit: usize,
+    /// The relative tolerance of the score check.
+    pub relative_tolerance: f64,
+    /// The milo version that verified the entries.
+    pub milo_version: String,
+    /// Totals.
+    pub counts: Counts,
+    /// Every entry, best first.
+    pub entries: Vec<PulledEntry>,
+}
+
+impl PullSummary {
+    /// The exit code a pull reports: [`EXIT_INVALID`] when some entry is invalid, else
+    /// [`EXIT_MISMATCH`] when some arena score disagrees with ours, else [`EXIT_OK`].
+    pub fn exit_code(&self) -> i32 {
+        if self.counts.invalid > 0 {
+            EXIT_INVALID
+        } else if self.counts.score_mismatch > 0 {
+            EXIT_MISMATCH
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+/// Pulls `request.limit` best entries of a problem into `request.into`, re-verifying each one.
+///
+/// Fails before touching the file system when the target exists and is not empty (without
+/// `force`), when the server is unreachable or its answer unusable, or when the slug is unknown
+/// to the server or to milo. Invalid entries and disagreeing scores are not failures: they are
+/// saved, flagged, and counted in the summary.
+pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> {
+    let name = target_name(&request.into)?;
+    check_target(&request.into, request.force)?;
+    let served = client.problem(&request.slug)?;
+    let problem = by_slug(&request.slug)?;
+    let solutions = client.best_solutions(&served.id, request.limit)?;
+    let pulled_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+
+    let parent = match request.into.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(io_error(&parent))?;
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.pull-"))
+        .tempdir_in(&parent)
+        .map_err(io_error(&parent))?;
+
+    let width = solutions.len().to_string().len().max(2);
+    let context = EntryContext {
+        dir: staging.path(),
+        problem: problem.as_ref(),
+        problem_id: &served.id,
+        base_url: client.base_url(),
+        pulled_at: &pulled_at,
+        width,
+    };
+    let entries: Vec<PulledEntry> = solutions
+        .par_iter()
+        .enumerate()
+        .map(|(i, solution)| save_entry(&context, i + 1, solution))
+        .collect::<Result<_>>()?;
+
+    let mut counts = Counts {
+        entries: entries.len(),
+        ..Counts::default()
+    };
+    for entry in &entries {
+        let flags = &entry.provenance.flags;
+        counts.invalid += usize::from(flags.contains(&Flag::Invalid));
+        counts.score_mismatch += usize::from(flags.contains(&Flag::ScoreMismatch));
+    }
+    let summary = PullSummary {
+        problem: served,
+        base_url: client.base_url().to_string(),
+        pulled_at,
+        limit: request.limit,
+        relative_tolerance: RELATIVE_TOLERANCE,
+        milo_version: env!("CARGO_PKG_VERSION").to_string(),
+        counts,
+        entries,
+    };
+    write_json(&staging.path().join(SUMMARY_FILE), &summary)?;
+    install(staging, &request.into, request.force)?;
+    Ok(summary)
+}
+
+/// What every entry of one pull shares.
+struct EntryContext<'a> {
+    dir: &'a Path,
+    problem: &'a dyn Problem,
+    problem_id: &'a ArenaId,
+    base_url: &'a str,
+    pulled_at: &'a str,
+    width: usize,
+}
+
+/// Writes one entry's construction, re-reads and verifies the saved file, writes its provenance.
+fn save_entry(cx: &EntryContext, rank: usize, solution: &ArenaSolution) -> Result<PulledEntry> {
+    let stem = format!(
+        "rank-{rank:0width$}-{}",
+        agent_slug(&solution.agent_name),
+        width = cx.width
+    );
+    let file = format!("{stem}.json");
+    let path = cx.dir.join(&file);
+    write_values(&path, &solution.values)?;
+    let bytes = std::fs::read(&path).map_err(io_error(&path))?;
+    let sha256: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let saved = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| parse_values(text).ok())
+        .ok_or_else(|| MiloError::Malformed {
+            path: path.clone(),
+            message: "the construction just written does not read back".into(),
+        })?;
+    let options = Options {
+        mode: Mode::Both,
+        allow_oversize: false,
+    };
+    let mut provenance = Provenance {
+        rank,
+        file,
+        sha256,
+        n: saved.len(),
+        problem: cx.problem.slug().to_string(),
+        problem_id: cx.problem_id.clone(),
+        base_url: cx.base_url.to_string(),
+        arena_solution_id: solution.id.clone(),
+        agent: solution.agent_name.clone(),
+        arena_score: solution.score,
+        created_at: solution.created_at.clone(),
+        pulled_at: cx.pulled_at.to_string(),
+        valid: true,
+        violation: None,
+        score_exact: None,
+        score_f64: None,
+        error_bound: None,
+        relative_difference: None,
+        flags: Vec::new(),
+        milo_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    match verify(cx.problem, &saved, options) {
+        Err(violation) => {
+            provenance.valid = false;
+            provenance.violation = Some(violation.to_string());
+            provenance.flags.push(Flag::Invalid);
+        }
+        Ok(verification) => {
+            let exact = verification
+                .exact
+                .expect("mode both computes the exact score");
+            let fast = verification
+                .fast
+                .expect("mode both computes the fast score");
+            let gap = (from_f64(solution.score) - &exact).abs();
+            let allowed = decimal_of_f64(RELATIVE_TOLERANCE) * exact.abs();
+            if gap > allowed {
+                provenance.flags.push(Flag::ScoreMismatch);
+            }
+            provenance.relative_difference =
+                (!exact.is_zero()).then(|| to_f64(&(gap / exact.abs())));
+            provenance.score_exact = Some(decimal_string(&exact, SCORE_DIGITS));
+            provenance.score_f64 = Some(fast.value);
+            provenance.error_bound = Some(fast.error_bound);
+        }
+    }
+    let provenance_file = format!("{stem}.provenance.json");
+    write_json(&cx.dir.join(&provenance_file), &provenance)?;
+    Ok(PulledEntry {
+        provenance_file,
+        provenance,
+    })
+}
+
+/// The agent's name as a file-name part: lowercase ASCII letters and digits, other runs as `-`.
+fn agent_slug(agent: &str) -> String {
+    let mut out = String::new();
+    for c in agent.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.truncate(AGENT_CHARS);
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "agent".into()
+    } else {
+        out.into()
+    }
+}
+
+/// Pretty JSON with a final newline.
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).expect("pull records serialize");
+    text.push('\n');
+    std::fs::write(path, text).map_err(io_error(path))
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The last component of the target, which names the staging directory.
+fn target_name(into: &Path) -> Result<String> {
+    match into.file_name() {
+        Some(name) => Ok(name.to_string_lossy().into_owned()),
+        None => Err(MiloError::Usage(format!(
+            "--into {}: expected a directory path ending in a name",
+            into.display()
+        ))),
+    }
+}
+
+/// Refuses a target that is a file, or a non-empty directory unless `force`.
+fn check_target(into: &Path, force: bool) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(into) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(MiloError::Io {
+                path: into.to_path_buf(),
+                source,
+            })
+        }
+    };
+    if !meta.is_dir() {
+        return Err(MiloError::Usage(format!(
+            "{} exists and is not a directory; choose another --into",
+            into.display()
+        )));
+    }
+    if !force && !is_empty_dir(into)? {
+        return Err(MiloError::Usage(format!(
+            "{} exists and is not empty; pass --force to replace it, or choose another --into",
+            into.display()
+        )));
+    }
+    Ok(())
+}
+
+fn is_empty_dir(dir: &Path) -> Result<bool> {
+    let mut entries = std::fs::read_dir(dir).map_err(io_error(dir))?;
+    Ok(entries.next().is_none())
+}
+
+/// Renames the complete staging directory to `into`, replacing an empty directory (or, with
+/// `force`, a non-empty one, which is removed only once the new one is in place).
+fn install(staging: tempfile::TempDir, into: &Path, force: bool) -> Result<()> {
+    check_target(into, force)?;
+    let old = if into.exists() {
+        if is_empty_dir(into)? {
+            std::fs::remove_dir(into).map_err(io_error(into))?;
+            None
+        } else {
+            let mut aside = staging.path().as_os_str().to_owned();
+            aside.push("-replaced");
+            let aside = PathBuf::from(aside);
+            std::fs::rename(into, &aside).map_err(io_error(into))?;
+            Some(aside)
+        }
+    } else {
+        None
+    };
+    let staged = staging.keep();
+    if let Err(source) = std::fs::rename(&staged, into) {
+        // Leave things as they were: the old directory back, the staging one gone.
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old, into);
+        }
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(MiloError::Io {
+            path: into.to_path_buf(),
+            source,
+        });
+    }
+    if let Some(old) = old {
+        std::fs::remove_dir_all(&old).map_err(io_error(&old))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_slugs_are_file_name_safe() {
+        assert_eq!(agent_slug("Together AI"), "together-ai");
+        assert_eq!(agent_slug("  TTT/Discover v2!! "), "ttt-discover-v2");
+        assert_eq!(agent_slug("Zoë"), "zo");
+        assert_eq!(agent_slug("../.."), "agent");
+        assert_eq!(agent_slug(&"x".repeat(100)).len(), AGENT_CHARS);
+    }
+
+    #[test]
+    fn targets_that_are_files_or_full_directories_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("new");
+        assert!(check_target(&missing, false).is_ok());
+        std::fs::create_dir(&missing).unwrap();
+        assert!(check_target(&missing, false).is_ok(), "empty directory");
+        std::fs::write(missing.join("x"), "x").unwrap();
+        let err = check_target(&missing, false).unwrap_err().to_string();
+        assert!(err.contains("--force"), "{err}");
+        assert!(check_target(&missing, true).is_ok());
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        assert!(check_target(&file, true).is_err());
+        assert!(target_name(Path::new("..")).is_err());
+    }
+}
