@@ -32,15 +32,17 @@ def bump(n):
     return [math.cos(math.pi * 2.0 * x) ** 2 for x in midpoints(n, -0.25, 0.25)]
 
 
-STARTS = {
-    "erdos-min-overlap": ("ramp-600.json", erdos_ramp(600)),
-    "first-autocorrelation-inequality": ("capped-arcsine-600.json", capped_arcsine(600)),
-    "second-autocorrelation-inequality": ("cosine-bump-1000.json", bump(1000)),
-    "third-autocorrelation-inequality": ("capped-arcsine-400.json", capped_arcsine(400)),
-}
+STARTS = [
+    ("erdos-min-overlap", "ramp-600.json", erdos_ramp(600)),
+    ("first-autocorrelation-inequality", "capped-arcsine-600.json", capped_arcsine(600)),
+    ("second-autocorrelation-inequality", "cosine-bump-1000.json", bump(1000)),
+    ("third-autocorrelation-inequality", "capped-arcsine-400.json", capped_arcsine(400)),
+    # A second shape for the third problem, so that its optimized starts differ in origin.
+    ("third-autocorrelation-inequality", "cosine-bump-400.json", bump(400)),
+]
 
 if __name__ == "__main__":
-    for slug, (name, values) in STARTS.items():
+    for slug, name, values in STARTS:
         os.makedirs(os.path.join(HERE, slug), exist_ok=True)
         with open(os.path.join(HERE, slug, name), "w") as out:
             json.dump({"values": values}, out)
