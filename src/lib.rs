@@ -3,6 +3,7 @@
 //! Modules, one concept each:
 //! - [`problems`]: the four arena problems (data files plus one implementation each);
 //! - [`construction`]: reading and writing construction files;
+//! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
 //! - [`program`]: optimizer programs as data (TOML stages and control flow);
@@ -11,17 +12,26 @@
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
 //! - [`objective`]: smooth surrogates of the scores with exact gradients through FFT adjoints;
 //! - [`optimize`]: parameterisations, L-BFGS under a budget, and β cascades, on any objective closure;
+//! - [`harness`]: the policy of the optimizer-writing agent (TOML), its edits and evidence;
+//! - [`agent`]: agents that write and run optimizer programs under a harness;
+//! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
+//! - [`search`]: the MILO search over harnesses (hypervolume admission, parent selection…);
 //! - [`cli`]: the `milo` command line.
 
+pub mod agent;
+pub mod arena;
 pub mod cli;
 pub mod construction;
 pub mod error;
 pub mod exact;
 pub mod fast;
+pub mod harness;
 pub mod objective;
 pub mod optimize;
 pub mod problems;
 pub mod program;
 pub mod runner;
+pub mod search;
 pub mod stages;
+pub mod suite;
 pub mod verify;

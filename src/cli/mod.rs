@@ -1,7 +1,11 @@
 //! The `milo` command line: one file per subcommand.
 
+mod arena;
+mod evolve;
+mod lineage;
 mod optimize;
 mod problems;
+mod suite;
 mod verify;
 
 use crate::error::{MiloError, EXIT_OK};
@@ -23,6 +27,14 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Improve a construction with an optimizer program under a budget.
     Optimize(optimize::OptimizeArgs),
+    /// Talk to the EinsteinArena server (`pull`: save a live leaderboard, re-verified).
+    Arena(arena::ArenaArgs),
+    /// Task suites: `freeze` construction files into a suite, `show` its tasks and start scores.
+    Suite(suite::SuiteArgs),
+    /// The MILO search: evolve optimizer-writing harnesses across islands on a task suite.
+    Evolve(evolve::EvolveArgs),
+    /// Show a search run's lineage: every harness tried and every orchestrator move.
+    Lineage(lineage::LineageArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit code.
@@ -32,6 +44,10 @@ pub fn run() -> i32 {
         Command::Problems(args) => problems::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Optimize(args) => optimize::run(&args),
+        Command::Arena(args) => arena::run(&args),
+        Command::Suite(args) => suite::run(&args),
+        Command::Evolve(args) => evolve::run(&args),
+        Command::Lineage(args) => lineage::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -60,10 +60,12 @@ pub fn active_set(lags: &[f64], tolerance: f64) -> usize {
     lags.iter().filter(|&&x| x >= peak - slack).count()
 }
 
-/// Process CPU seconds (user + system) so far; 0 where unavailable.
+/// CPU seconds (user + system) of the calling thread so far; 0 where unavailable.
+///
+/// Per thread, so that runs evaluated in parallel each count only their own work.
 pub fn cpu_seconds() -> f64 {
-    // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks (100 Hz on Linux).
-    std::fs::read_to_string("/proc/self/stat")
+    // Fields 14 and 15 of /proc/thread-self/stat are utime and stime in clock ticks (100 Hz).
+    std::fs::read_to_string("/proc/thread-self/stat")
         .ok()
         .and_then(|stat| {
             let after = stat.rsplit_once(')')?.1;

@@ -1,0 +1,238 @@
+//! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
+
+use crate::error::{MiloError, Result, EXIT_OK};
+use crate::exact::rational::decimal_string;
+use crate::optimize::interrupt;
+use crate::search::evaluation::{Discovery, Quality};
+use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
+use crate::search::lineage::{EventRecord, NodeRecord, RunConfig, LINEAGE_FILE};
+use crate::search::mutators;
+use crate::search::state::SearchState;
+use crate::suite::Suite;
+use std::path::{Path, PathBuf};
+
+/// The suite `milo evolve` runs on without `--suite`.
+pub const DEFAULT_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/problems/suites/default.toml");
+
+/// Arguments of `milo evolve`.
+#[derive(clap::Args, Debug)]
+pub struct EvolveArgs {
+    /// The task suite (default: problems/suites/default.toml, third autocorrelation inequality).
+    #[arg(long, value_name = "FILE")]
+    suite: Option<PathBuf>,
+    /// Where the lineage, harnesses and discoveries go (default: runs/evolve-<UTC time>).
+    #[arg(long, value_name = "DIR")]
+    run_dir: Option<PathBuf>,
+    /// Islands at the start.
+    #[arg(long, default_value_t = 3)]
+    islands: usize,
+    /// Rounds to run (default 4 unless --hours is given).
+    #[arg(long, conflicts_with = "hours")]
+    rounds: Option<usize>,
+    /// Wall-clock limit in hours (the round in progress finishes its current step first).
+    #[arg(long)]
+    hours: Option<f64>,
+    /// Threads for evaluating tasks in parallel.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Rounds without a validation improvement before the orchestrator steps in.
+    #[arg(long, default_value_t = 3)]
+    patience: usize,
+    /// How a harness's quality aggregates its per-task gains.
+    #[arg(long, value_enum, default_value_t = Quality::Best)]
+    quality: Quality,
+    /// Attempts per task in each evaluation.
+    #[arg(long, default_value_t = 1)]
+    attempts: usize,
+    /// Resume the run in DIR from its lineage (other settings are read from it; --jobs applies).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts"])]
+    resume: Option<PathBuf>,
+}
+
+/// Runs `milo evolve`.
+pub fn run(args: &EvolveArgs) -> Result<i32> {
+    if args.jobs == 0 {
+        return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    }
+    let mut search = match &args.resume {
+        Some(dir) => Search::resume(dir, args.jobs)?,
+        None => start(args)?,
+    };
+    let _ = ctrlc::set_handler(interrupt);
+    eprintln!(
+        "milo: evolving harnesses on suite '{}' ({}; {} search / {} validation tasks) in {}; \
+         Ctrl-C stops after recording the last finished step, --resume {} continues",
+        search.suite().name,
+        search.suite().problem.slug(),
+        search.suite().search_tasks().count(),
+        search.suite().validation_tasks().count(),
+        search.dir().display(),
+        search.dir().display(),
+    );
+    let mut display = Display;
+    let stop = search.run(&mut display)?;
+    summarise(&search, stop);
+    Ok(EXIT_OK)
+}
+
+fn start(args: &EvolveArgs) -> Result<Search> {
+    if args.islands == 0 {
+        return Err(MiloError::Usage("--islands must be at least 1".into()));
+    }
+    if args.attempts == 0 {
+        return Err(MiloError::Usage("--attempts must be at least 1".into()));
+    }
+    if let Some(h) = args.hours {
+        if !(h.is_finite() && h > 0.0) {
+            return Err(MiloError::Usage(format!("--hours must be positive, got {h}")));
+        }
+    }
+    let suite_path = args
+        .suite
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SUITE));
+    let suite = Suite::load(&suite_path)?;
+    let dir = args.run_dir.clone().unwrap_or_else(|| {
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        PathBuf::from("runs").join(format!("evolve-{}", now.replace(':', "-")))
+    });
+    let config = RunConfig {
+        suite: std::path::absolute(&suite_path).unwrap_or(suite_path),
+        islands: args.islands,
+        rounds: match args.hours {
+            Some(_) => args.rounds,
+            None => Some(args.rounds.unwrap_or(4)),
+        },
+        hours: args.hours,
+        seed: args.seed,
+        patience: args.patience,
+        quality: args.quality,
+        cost: default_cost_measure(&suite),
+        attempts: args.attempts,
+        writer: "builtin".into(),
+        mutators: mutators::NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    Search::start(&dir, config, args.jobs)
+}
+
+/// Line-by-line live display on standard error.
+struct Display;
+
+impl SearchObserver for Display {
+    fn node(&mut self, _state: &SearchState, node: &NodeRecord) {
+        let f = node.evaluation.fitness;
+        eprintln!(
+            "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} cost {:>8.2} latency {:>7.2}  {} ({})",
+            node.round,
+            node.island,
+            node.mutator,
+            node.id,
+            node.name,
+            f.quality,
+            f.cost,
+            f.latency,
+            if node.admitted() { "admitted" } else { "rejected" },
+            node.verdict.reason
+        );
+    }
+
+    fn event(&mut self, event: &EventRecord) {
+        eprintln!(
+            "orchestrator after round {}: {} {:?}: {}",
+            event.round,
+            event.action.kind(),
+            event.islands,
+            event.diagnosis
+        );
+    }
+
+    fn discovery(&mut self, path: &Path, discovery: &Discovery) {
+        eprintln!(
+            "DISCOVERY {} on task {} -> {}",
+            decimal_string(&discovery.exact, 20),
+            discovery.task,
+            path.display()
+        );
+    }
+
+    fn round_end(&mut self, state: &SearchState, round: usize) {
+        for island in &state.islands {
+            let best = state
+                .island_best(island.id)
+                .map(|n| format!("{} {:.3}", n.id, n.evaluation.fitness.quality))
+                .unwrap_or_else(|| "-".into());
+            let children = state.children(island.id);
+            let admitted = children.iter().filter(|n| n.admitted()).count();
+            eprintln!(
+                "  after round {round}: island {} [{}] best {best}  admitted {admitted} rejected {}  stalled {}",
+                island.id,
+                island.mutator,
+                children.len() - admitted,
+                island.stalled_rounds
+            );
+        }
+    }
+}
+
+/// The best task result over all nodes: (end score, task, node id, island).
+fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
+    let direction = search.suite().problem.spec().direction;
+    let mut best: Option<(f64, String, String, String, usize)> = None;
+    for node in &search.state().nodes {
+        for t in [Some(&node.evaluation), node.validation.as_ref()]
+            .into_iter()
+            .flatten()
+            .flat_map(|e| &e.tasks)
+        {
+            let score: f64 = t.end_exact.parse().unwrap_or(f64::NAN);
+            if best.as_ref().is_none_or(|b| direction.better(&score, &b.0)) {
+                best = Some((score, t.end_exact.clone(), t.task.clone(), node.id.clone(), node.island));
+            }
+        }
+    }
+    best.map(|(_, s, t, n, i)| (s, t, n, i))
+}
+
+fn summarise(search: &Search, stop: Stop) {
+    let state = search.state();
+    let dir = search.dir();
+    let why = match stop {
+        Stop::Rounds => "all rounds done",
+        Stop::Hours => "time is up",
+        Stop::Interrupted => "interrupted",
+    };
+    let admitted = state.nodes.iter().filter(|n| n.admitted()).count();
+    println!(
+        "milo evolve: {why} after {} rounds: {} nodes ({admitted} admitted, {} rejected), {} orchestrator moves, {} islands",
+        state.rounds_done,
+        state.nodes.len(),
+        state.nodes.len() - admitted,
+        state.events.len(),
+        state.islands.len()
+    );
+    if let Some((score, task, node, island)) = best_result(search) {
+        println!("best construction score: {score} (task {task}, node {node}, island {island})");
+    }
+    println!(
+        "record to beat (suite '{}'): {}",
+        search.suite().name,
+        decimal_string(&search.suite().record, 40)
+    );
+    let discoveries = dir.join("discoveries");
+    let found = std::fs::read_dir(&discoveries)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| !e.file_name().to_string_lossy().ends_with(".provenance.json"))
+                .count()
+        })
+        .unwrap_or(0);
+    println!(
+        "discoveries: {found} in {}; lineage: {}; inspect with `milo lineage {}`",
+        discoveries.display(),
+        dir.join(LINEAGE_FILE).display(),
+        dir.display()
+    );
+}

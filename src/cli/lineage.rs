@@ -1,0 +1,92 @@
+//! `milo lineage`: the nodes and orchestrator events of a run, as a table or JSON.
+
+use crate::error::{Result, EXIT_OK};
+use crate::search::lineage::{read_records, LINEAGE_FILE};
+use crate::search::state::SearchState;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Arguments of `milo lineage`.
+#[derive(clap::Args, Debug)]
+pub struct LineageArgs {
+    /// The run directory.
+    dir: PathBuf,
+    /// Print `{"nodes": [...], "events": [...]}` on one line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `milo lineage`.
+pub fn run(args: &LineageArgs) -> Result<i32> {
+    let (records, _) = read_records(&args.dir.join(LINEAGE_FILE))?;
+    let state = SearchState::replay(&records);
+    if args.json {
+        let nodes: Vec<_> = state
+            .nodes
+            .iter()
+            .map(|n| {
+                json!({
+                    "id": n.id,
+                    "island": n.island,
+                    "parents": n.parents,
+                    "round": n.round,
+                    "mutator": n.mutator,
+                    "admitted": n.admitted(),
+                    "quality": n.evaluation.fitness.quality,
+                    "cost": n.evaluation.fitness.cost,
+                    "latency": n.evaluation.fitness.latency,
+                })
+            })
+            .collect();
+        let events: Vec<_> = state
+            .events
+            .iter()
+            .map(|e| {
+                json!({
+                    "round": e.round,
+                    "kind": e.action.kind(),
+                    "islands": e.islands,
+                    "diagnosis": e.diagnosis,
+                })
+            })
+            .collect();
+        return Ok(super::print_json(&json!({ "nodes": nodes, "events": events })));
+    }
+    println!(
+        "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9} {:>9} {:>8}  verdict",
+        "node", "island", "round", "mutator", "parents", "quality", "cost", "latency"
+    );
+    for n in &state.nodes {
+        let f = n.evaluation.fitness;
+        println!(
+            "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9.3} {:>9.2} {:>8.2}  {}: {}",
+            n.id,
+            n.island,
+            n.round,
+            n.mutator,
+            n.parents.join(","),
+            f.quality,
+            f.cost,
+            f.latency,
+            if n.admitted() { "admitted" } else { "rejected" },
+            n.verdict.reason
+        );
+    }
+    for e in &state.events {
+        println!(
+            "after round {}: {} {:?}: {}",
+            e.round,
+            e.action.kind(),
+            e.islands,
+            e.diagnosis
+        );
+    }
+    println!(
+        "{} rounds, {} nodes, {} events, {} islands",
+        state.rounds_done,
+        state.nodes.len(),
+        state.events.len(),
+        state.islands.len()
+    );
+    Ok(EXIT_OK)
+}

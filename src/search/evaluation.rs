@@ -1,0 +1,258 @@
+//! Evaluation of a harness: the built-in (or any) optimizer-writing agent runs under it on every
+//! task, `attempts` times each, in parallel over `jobs` threads.
+//!
+//! Per task: start and end exact scores, the gain in units of the problem's `min_improvement`
+//! (0 without a valid improvement), objective evaluations, CPU and wall seconds. The fitness
+//! vector is quality (best or mean gain), cost and latency; the per-task gains are kept for
+//! behavioural similarity and the curriculum. Any construction that beats the suite's record is
+//! returned as a [`Discovery`].
+
+use super::hypervolume::Fitness;
+use crate::agent::{Assignment, Attempt, OptimizerWriter};
+use crate::error::{MiloError, Result};
+use crate::exact::rational::{decimal_string, to_f64};
+use crate::harness::{Evidence, Harness};
+use crate::problems::Problem;
+use crate::program::Program;
+use crate::runner::derive_seed;
+use crate::suite::{Split, Task};
+use num_rational::BigRational;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// How the quality of a harness aggregates its per-task gains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Quality {
+    /// The best gain over the tasks (a harness that makes one record counts).
+    Best,
+    /// The mean gain over the tasks.
+    Mean,
+}
+
+/// What the cost and latency objectives measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostMeasure {
+    /// CPU seconds summed over tasks (cost) and wall seconds of the evaluation (latency).
+    Measured,
+    /// Objective evaluations in thousands: summed over tasks (cost) and the largest single task
+    /// (latency, the critical path when tasks run in parallel). Reproducible bit for bit.
+    Counted,
+}
+
+/// How a harness is evaluated.
+pub struct EvaluationSettings<'a> {
+    /// The problem of the suite.
+    pub problem: &'a dyn Problem,
+    /// The exact score a discovery must beat.
+    pub record: &'a BigRational,
+    /// Attempts per task (each with its own derived seed).
+    pub attempts: usize,
+    /// Threads.
+    pub jobs: usize,
+    /// Quality aggregation.
+    pub quality: Quality,
+    /// Cost measure.
+    pub cost: CostMeasure,
+    /// Programs that produced gains earlier in the lineage (for crossover edits).
+    pub library: &'a [Program],
+}
+
+/// One task's result under a harness.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    /// The task's id.
+    pub task: String,
+    /// Search or validation.
+    pub split: Split,
+    /// Exact score of the start (40 significant digits).
+    pub start_exact: String,
+    /// Exact score of the best attempt's construction.
+    pub end_exact: String,
+    /// Gain in units of `min_improvement` (0 without an exactly verified improvement).
+    pub gain: f64,
+    /// Objective evaluations over all attempts.
+    pub evaluations: u64,
+    /// CPU seconds over all attempts.
+    pub cpu_seconds: f64,
+    /// Wall seconds over all attempts.
+    pub wall_seconds: f64,
+    /// Evidence the agent read off the parent's run (best attempt).
+    pub evidence: Vec<Evidence>,
+    /// Edits of the programs the best attempt ran, one line per program.
+    pub edits: Vec<String>,
+    /// The program that produced the best attempt's construction, as TOML, when it improved.
+    pub best_program: Option<String>,
+}
+
+/// A harness's evaluation on a set of tasks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    /// Per task, in the order given.
+    pub tasks: Vec<TaskResult>,
+    /// Quality, cost, latency.
+    pub fitness: Fitness,
+    /// Per-task gains (the behavioural descriptor).
+    pub gains: Vec<f64>,
+}
+
+/// A construction that beats the suite's record.
+#[derive(Clone, Debug)]
+pub struct Discovery {
+    /// The task it came from.
+    pub task: String,
+    /// The attempt's seed.
+    pub seed: u64,
+    /// The program that made it (TOML).
+    pub program: String,
+    /// The construction.
+    pub values: Vec<f64>,
+    /// Its exact score.
+    pub exact: BigRational,
+}
+
+/// The seed of attempt `attempt` on `task`: the same for every harness (common random numbers).
+pub fn attempt_seed(task: &Task, attempt: usize) -> u64 {
+    derive_seed(task.seed, attempt as u64)
+}
+
+/// Gain of `end` over `start` in units of the problem's `min_improvement` (0 if not better).
+pub fn gain(problem: &dyn Problem, start: &BigRational, end: &BigRational) -> f64 {
+    let spec = problem.spec();
+    if !spec.direction.better(end, start) {
+        return 0.0;
+    }
+    let difference = to_f64(&(end - start)).abs();
+    difference / spec.min_improvement
+}
+
+/// Runs `writer` under `harness` on every task; also returns the discoveries.
+pub fn evaluate(
+    writer: &dyn OptimizerWriter,
+    harness: &Harness,
+    tasks: &[&Task],
+    settings: &EvaluationSettings,
+) -> Result<(Evaluation, Vec<Discovery>)> {
+    let started = Instant::now();
+    let jobs: Vec<(usize, usize)> = (0..tasks.len())
+        .flat_map(|t| (0..settings.attempts.max(1)).map(move |a| (t, a)))
+        .collect();
+    let run = |&(t, a): &(usize, usize)| -> Result<Attempt> {
+        let task = tasks[t];
+        let assignment = Assignment {
+            problem: settings.problem,
+            start: &task.start.values,
+            start_exact: &task.start.exact,
+            parent: &task.program,
+            seconds: task.budget.seconds,
+            evaluations: task.budget.evaluations,
+            seed: attempt_seed(task, a),
+            library: settings.library,
+        };
+        writer.solve(harness, &assignment)
+    };
+    let attempts: Vec<Result<Attempt>> = if settings.jobs > 1 {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(settings.jobs)
+            .build()
+            .map_err(|e| MiloError::Usage(format!("cannot start {} threads: {e}", settings.jobs)))?
+            .install(|| jobs.par_iter().map(run).collect())
+    } else {
+        jobs.iter().map(run).collect()
+    };
+    let mut per_task: Vec<Vec<(usize, Attempt)>> = vec![Vec::new(); tasks.len()];
+    for (&(t, a), attempt) in jobs.iter().zip(attempts) {
+        per_task[t].push((a, attempt?));
+    }
+
+    let problem = settings.problem;
+    let direction = problem.spec().direction;
+    let mut results = Vec::with_capacity(tasks.len());
+    let mut discoveries = Vec::new();
+    for (task, attempts) in tasks.iter().zip(per_task) {
+        for (a, attempt) in &attempts {
+            if attempt.improved && direction.better(&attempt.best_exact, settings.record) {
+                discoveries.push(Discovery {
+                    task: task.id.clone(),
+                    seed: attempt_seed(task, *a),
+                    program: attempt.best_program.to_toml(),
+                    values: attempt.best.clone(),
+                    exact: attempt.best_exact.clone(),
+                });
+            }
+        }
+        let (_, best) = attempts
+            .iter()
+            .reduce(|x, y| {
+                if direction.better(&y.1.best_exact, &x.1.best_exact) {
+                    y
+                } else {
+                    x
+                }
+            })
+            .expect("at least one attempt per task");
+        results.push(TaskResult {
+            task: task.id.clone(),
+            split: task.split,
+            start_exact: decimal_string(&task.start.exact, 40),
+            end_exact: decimal_string(&best.best_exact, 40),
+            gain: gain(problem, &task.start.exact, &best.best_exact),
+            evaluations: attempts.iter().map(|(_, x)| x.evaluations).sum(),
+            cpu_seconds: attempts.iter().map(|(_, x)| x.cpu_seconds).sum(),
+            wall_seconds: attempts.iter().map(|(_, x)| x.seconds).sum(),
+            evidence: best.evidence.clone(),
+            edits: best
+                .runs
+                .iter()
+                .map(|r| format!("{:?}: {}", r.role, r.edits.join("; ")))
+                .collect(),
+            best_program: best.improved.then(|| best.best_program.to_toml()),
+        });
+    }
+    let wall = started.elapsed().as_secs_f64();
+    Ok((
+        summarise(results, settings.quality, settings.cost, wall),
+        discoveries,
+    ))
+}
+
+impl Evaluation {
+    /// The evaluation restricted to the tasks `ids` (in that order; unknown ids are skipped),
+    /// with its fitness recomputed from the stored per-task results — how members evaluated on
+    /// the old task set compare with a child after a curriculum changed the tasks.
+    pub fn restricted(&self, ids: &[String], quality: Quality, cost: CostMeasure) -> Evaluation {
+        let tasks: Vec<TaskResult> = ids
+            .iter()
+            .filter_map(|id| self.tasks.iter().find(|t| &t.task == id).cloned())
+            .collect();
+        let wall = tasks.iter().map(|t| t.wall_seconds).sum();
+        summarise(tasks, quality, cost, wall)
+    }
+}
+
+/// The fitness of a list of task results.
+fn summarise(tasks: Vec<TaskResult>, quality: Quality, cost: CostMeasure, wall: f64) -> Evaluation {
+    let gains: Vec<f64> = tasks.iter().map(|t| t.gain).collect();
+    let quality = match quality {
+        Quality::Best => gains.iter().copied().fold(0.0, f64::max),
+        Quality::Mean => gains.iter().sum::<f64>() / gains.len().max(1) as f64,
+    };
+    let (cost, latency) = match cost {
+        CostMeasure::Measured => (tasks.iter().map(|t| t.cpu_seconds).sum(), wall),
+        CostMeasure::Counted => (
+            tasks.iter().map(|t| t.evaluations as f64).sum::<f64>() / 1e3,
+            tasks.iter().map(|t| t.evaluations).max().unwrap_or(0) as f64 / 1e3,
+        ),
+    };
+    Evaluation {
+        tasks,
+        fitness: Fitness {
+            quality,
+            cost,
+            latency,
+        },
+        gains,
+    }
+}

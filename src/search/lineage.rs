@@ -1,0 +1,364 @@
+//! The lineage memory: an append-only, on-disk record of everything the search tried.
+//!
+//! A run directory holds `lineage.jsonl` (one [`Record`] per line, appended, flushed and synced
+//! before the next step) and `harnesses/<hash>.toml` (every harness, content-addressed). Nodes
+//! form per-island trees; rejected children stay as negative evidence; a node whose co-parent
+//! lives on another island is a graft edge; orchestrator moves are events with their diagnosis.
+//! Reading a lineage back tolerates a torn last line (a run killed mid-write): it is dropped, and
+//! [`JsonlLineage::open`] truncates it so appends continue on a clean line.
+
+use super::admission::Verdict;
+use super::evaluation::Evaluation;
+use crate::error::{MiloError, Result};
+use crate::harness::Harness;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// The settings a run started with (the first record; `--resume` reads them back).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The suite file.
+    pub suite: PathBuf,
+    /// Number of islands at the start.
+    pub islands: usize,
+    /// Rounds to run (None: until `hours` or forever).
+    pub rounds: Option<usize>,
+    /// Wall-clock limit in hours.
+    pub hours: Option<f64>,
+    /// Seed of every random choice of the search.
+    pub seed: u64,
+    /// Rounds without a validation improvement before the orchestrator is consulted.
+    pub patience: usize,
+    /// Quality aggregation.
+    pub quality: super::evaluation::Quality,
+    /// Cost measure.
+    pub cost: super::evaluation::CostMeasure,
+    /// Attempts per task.
+    pub attempts: usize,
+    /// The agent that writes programs.
+    pub writer: String,
+    /// The mutator of each island at the start (island i gets `mutators[i % len]`).
+    pub mutators: Vec<String>,
+}
+
+/// One harness tried by the search: where it came from, how it did, and whether it was admitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// `n<number>`, in creation order.
+    pub id: String,
+    /// The island it was proposed for.
+    pub island: usize,
+    /// The round (0 for seed harnesses).
+    pub round: usize,
+    /// Parent node ids: the parent first, then a co-parent if any (possibly on another island).
+    pub parents: Vec<String>,
+    /// The mutator that proposed it (`seed` for seed harnesses).
+    pub mutator: String,
+    /// Content hash of the harness (its file is `harnesses/<hash>.toml`).
+    pub harness: String,
+    /// The harness's name.
+    pub name: String,
+    /// The edit: a unified diff of the parent's harness TOML to this one.
+    pub edit: String,
+    /// The evidence and diagnosis that motivated the edit.
+    pub evidence: Vec<String>,
+    /// Evaluation on the search tasks.
+    pub evaluation: Evaluation,
+    /// Admission verdict with its reason.
+    pub verdict: Verdict,
+    /// Evaluation on the validation tasks, when this node became its island's best.
+    pub validation: Option<Evaluation>,
+}
+
+impl NodeRecord {
+    /// Whether the node was admitted.
+    pub fn admitted(&self) -> bool {
+        self.verdict.admitted
+    }
+}
+
+/// An orchestrator move.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Move {
+    /// Give a dry island another mutator.
+    Reassign {
+        /// The island.
+        island: usize,
+        /// Its new mutator.
+        mutator: String,
+    },
+    /// Use a stronger island's best as co-parent in an exhausted island.
+    Graft {
+        /// The stronger island.
+        from: usize,
+        /// The exhausted island.
+        into: usize,
+        /// The grafted node.
+        node: String,
+    },
+    /// Move a crowded-out subtree that solves different tasks into a new island.
+    Speciate {
+        /// The island it leaves.
+        from: usize,
+        /// The subtree's admitted nodes, root first.
+        nodes: Vec<String>,
+        /// The new island's mutator.
+        mutator: String,
+    },
+    /// Replace the search tasks with high-regret ones.
+    Curriculum {
+        /// The new search task ids.
+        tasks: Vec<String>,
+    },
+}
+
+impl Move {
+    /// The move's kind as a word (`reassign`, `graft`, `speciate`, `curriculum`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Move::Reassign { .. } => "reassign",
+            Move::Graft { .. } => "graft",
+            Move::Speciate { .. } => "speciate",
+            Move::Curriculum { .. } => "curriculum",
+        }
+    }
+}
+
+/// An orchestrator invocation's move, with its diagnosis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// The round after which the orchestrator ran.
+    pub round: usize,
+    /// The islands involved.
+    pub islands: Vec<usize>,
+    /// Why, in words.
+    pub diagnosis: String,
+    /// The move.
+    #[serde(rename = "move")]
+    pub action: Move,
+}
+
+/// One line of `lineage.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum Record {
+    /// The run's settings (first line).
+    Started(RunConfig),
+    /// A harness and its evaluation and verdict.
+    Node(Box<NodeRecord>),
+    /// An orchestrator move.
+    Event(EventRecord),
+    /// A round finished (all islands stepped, the orchestrator consulted).
+    RoundEnd {
+        /// The round.
+        round: usize,
+    },
+}
+
+/// Where lineage records and harness files go.
+pub trait LineageStore {
+    /// Appends a record durably (it survives a kill right after this returns).
+    fn append(&mut self, record: &Record) -> Result<()>;
+    /// Stores a harness under its content hash (idempotent).
+    fn put_harness(&mut self, harness: &Harness) -> Result<String>;
+    /// Reads a stored harness back.
+    fn harness(&self, hash: &str) -> Result<Harness>;
+}
+
+/// The on-disk lineage store: `lineage.jsonl` plus `harnesses/`.
+pub struct JsonlLineage {
+    dir: PathBuf,
+    file: File,
+}
+
+/// Name of the record file in a run directory.
+pub const LINEAGE_FILE: &str = "lineage.jsonl";
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl JsonlLineage {
+    /// Creates a new run directory's lineage; an error if one already exists there.
+    pub fn create(dir: &Path) -> Result<JsonlLineage> {
+        std::fs::create_dir_all(dir.join("harnesses")).map_err(io(dir))?;
+        let path = dir.join(LINEAGE_FILE);
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    MiloError::Usage(format!(
+                        "{} already holds a run; resume it with --resume {}",
+                        dir.display(),
+                        dir.display()
+                    ))
+                } else {
+                    io(&path)(e)
+                }
+            })?;
+        Ok(JsonlLineage {
+            dir: dir.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Opens an existing run directory: its records (a torn last line is dropped and cut off the
+    /// file) and the store, ready to append.
+    pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<Record>)> {
+        let path = dir.join(LINEAGE_FILE);
+        let (records, good_bytes) = read_records(&path)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        file.set_len(good_bytes).map_err(io(&path))?;
+        file.sync_all().map_err(io(&path))?;
+        Ok((
+            JsonlLineage {
+                dir: dir.to_path_buf(),
+                file,
+            },
+            records,
+        ))
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Reads the records of a lineage file and the byte length of its complete lines. A last line
+/// without its newline, or that does not parse, is a torn write and is dropped; a bad line
+/// before the last is corruption and an error naming the line.
+pub fn read_records(path: &Path) -> Result<(Vec<Record>, u64)> {
+    let file = File::open(path).map_err(io(path))?;
+    let mut reader = BufReader::new(file);
+    let mut records = Vec::new();
+    let mut good = 0u64;
+    let mut line = String::new();
+    let mut number = 0;
+    let mut pending_error: Option<String> = None;
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).map_err(io(path))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if let Some(message) = pending_error.take() {
+            return Err(MiloError::Malformed {
+                path: path.to_path_buf(),
+                message,
+            });
+        }
+        if !line.ends_with('\n') {
+            break;
+        }
+        match serde_json::from_str::<Record>(line.trim_end()) {
+            Ok(record) => {
+                records.push(record);
+                good += read as u64;
+            }
+            Err(e) => pending_error = Some(format!("line {number}: {e}")),
+        }
+    }
+    Ok((records, good))
+}
+
+impl LineageStore for JsonlLineage {
+    fn append(&mut self, record: &Record) -> Result<()> {
+        let path = self.dir.join(LINEAGE_FILE);
+        let mut line = serde_json::to_string(record).expect("records serialise to JSON");
+        line.push('\n');
+        self.file.write_all(line.as_bytes()).map_err(io(&path))?;
+        self.file.sync_data().map_err(io(&path))
+    }
+
+    fn put_harness(&mut self, harness: &Harness) -> Result<String> {
+        let hash = harness.content_hash();
+        let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
+        if !path.exists() {
+            let partial = path.with_extension("toml.partial");
+            std::fs::write(&partial, harness.to_toml()).map_err(io(&partial))?;
+            std::fs::rename(&partial, &path).map_err(io(&path))?;
+        }
+        Ok(hash)
+    }
+
+    fn harness(&self, hash: &str) -> Result<Harness> {
+        Harness::load(&self.dir.join("harnesses").join(format!("{hash}.toml")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> RunConfig {
+        RunConfig {
+            suite: "s.toml".into(),
+            islands: 2,
+            rounds: Some(3),
+            hours: None,
+            seed: 1,
+            patience: 2,
+            quality: super::super::evaluation::Quality::Best,
+            cost: super::super::evaluation::CostMeasure::Counted,
+            attempts: 1,
+            writer: "builtin".into(),
+            mutators: vec!["tuner".into()],
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_a_torn_last_line_is_dropped_and_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = JsonlLineage::create(dir.path()).unwrap();
+        store.append(&Record::Started(config())).unwrap();
+        store.append(&Record::RoundEnd { round: 1 }).unwrap();
+        drop(store);
+        let path = dir.path().join(LINEAGE_FILE);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"record\":\"round_end\",\"rou");
+        std::fs::write(&path, &text).unwrap();
+
+        let (mut store, records) = JsonlLineage::open(dir.path()).unwrap();
+        assert_eq!(
+            records,
+            vec![Record::Started(config()), Record::RoundEnd { round: 1 }]
+        );
+        store.append(&Record::RoundEnd { round: 2 }).unwrap();
+        let (records, _) = read_records(&path).unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(records[2], Record::RoundEnd { round: 2 });
+    }
+
+    #[test]
+    fn a_corrupt_middle_line_is_an_error_naming_it_and_create_refuses_an_existing_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LINEAGE_FILE);
+        std::fs::write(&path, "{\"record\":\"round_end\",\"round\":1}\nnot json\n{}\n").unwrap();
+        let err = read_records(&path).unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(JsonlLineage::create(dir.path()).is_err());
+    }
+
+    #[test]
+    fn harnesses_are_content_addressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = JsonlLineage::create(dir.path()).unwrap();
+        let h = crate::harness::seed_harnesses().remove(1);
+        let hash = store.put_harness(&h).unwrap();
+        assert_eq!(store.put_harness(&h).unwrap(), hash);
+        assert_eq!(store.harness(&hash).unwrap(), h);
+    }
+}

@@ -1,0 +1,19 @@
+//! The MILO search: islands of harnesses, Pareto admission, parent selection, mutators, the
+//! orchestrator, and the append-only lineage that remembers everything.
+//!
+//! - [`evaluation`]: a harness's fitness over tasks (the agent runs under it);
+//! - [`hypervolume`], [`admission`]: exact 3-D hypervolume and the admission rule;
+//! - [`selection`], [`similarity`]: parent selection by dominance against behavioural crowding;
+//! - [`lineage`]: records and the on-disk store; [`state`]: the state they replay to;
+//! - [`mutators`]: the pool of built-in mutators; [`orchestrator`]: moves when islands stall.
+
+pub mod admission;
+pub mod evaluation;
+pub mod evolve;
+pub mod hypervolume;
+pub mod lineage;
+pub mod mutators;
+pub mod orchestrator;
+pub mod selection;
+pub mod similarity;
+pub mod state;

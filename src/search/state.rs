@@ -1,0 +1,225 @@
+//! The search's state, rebuilt from lineage records: islands, their admitted sets, reference
+//! points, validation progress and stall counters, the rejected harnesses, the current search
+//! tasks. [`SearchState::apply`] is the only way it changes, so a live run and a resumed run
+//! (replaying `lineage.jsonl`) reach the same state.
+
+use super::hypervolume::{reference_for, Fitness};
+use super::lineage::{EventRecord, Move, NodeRecord, Record, RunConfig};
+use std::collections::{HashMap, HashSet};
+
+/// One island: a tree of harnesses with its own mutator, admitted set and reference point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Island {
+    /// Index of the island.
+    pub id: usize,
+    /// Name of its mutator.
+    pub mutator: String,
+    /// Every node proposed for it, in order (admitted or not).
+    pub members: Vec<String>,
+    /// The admitted node ids (a speciated island starts with the moved subtree).
+    pub admitted: Vec<String>,
+    /// Reference point for the hypervolume, fixed from the island's seed evaluation.
+    pub reference: Option<Fitness>,
+    /// Best validation quality of the island's best so far (−∞ before the first).
+    pub best_validation: f64,
+    /// Rounds since `best_validation` last improved.
+    pub stalled_rounds: usize,
+    /// A node grafted from another island, to be the co-parent of the next proposal.
+    pub co_parent: Option<String>,
+    improved_this_round: bool,
+}
+
+impl Island {
+    fn new(id: usize, mutator: String) -> Island {
+        Island {
+            id,
+            mutator,
+            members: Vec::new(),
+            admitted: Vec::new(),
+            reference: None,
+            best_validation: f64::NEG_INFINITY,
+            stalled_rounds: 0,
+            co_parent: None,
+            improved_this_round: false,
+        }
+    }
+}
+
+/// Everything the search knows, as replayed from its records.
+#[derive(Clone, Debug, Default)]
+pub struct SearchState {
+    /// The run's settings (from the first record).
+    pub config: Option<RunConfig>,
+    /// Every node, in creation order.
+    pub nodes: Vec<NodeRecord>,
+    /// Every orchestrator move.
+    pub events: Vec<EventRecord>,
+    /// The islands.
+    pub islands: Vec<Island>,
+    /// The search task ids after a curriculum move (None: the suite's search tasks).
+    pub search_tasks: Option<Vec<String>>,
+    /// The last finished round.
+    pub rounds_done: usize,
+    /// Content hashes of every rejected harness.
+    pub rejected: HashSet<String>,
+    index: HashMap<String, usize>,
+}
+
+impl SearchState {
+    /// The state after `records`, in order.
+    pub fn replay(records: &[Record]) -> SearchState {
+        let mut state = SearchState::default();
+        for record in records {
+            state.apply(record);
+        }
+        state
+    }
+
+    /// Applies one record.
+    pub fn apply(&mut self, record: &Record) {
+        match record {
+            Record::Started(config) => {
+                self.islands = (0..config.islands)
+                    .map(|i| Island::new(i, config.mutators[i % config.mutators.len()].clone()))
+                    .collect();
+                self.config = Some(config.clone());
+            }
+            Record::Node(node) => self.add_node(node),
+            Record::Event(event) => self.apply_move(event),
+            Record::RoundEnd { round } => {
+                for island in &mut self.islands {
+                    if island.improved_this_round {
+                        island.stalled_rounds = 0;
+                    } else {
+                        island.stalled_rounds += 1;
+                    }
+                    island.improved_this_round = false;
+                }
+                self.rounds_done = *round;
+            }
+        }
+    }
+
+    fn add_node(&mut self, node: &NodeRecord) {
+        self.index.insert(node.id.clone(), self.nodes.len());
+        self.nodes.push(node.clone());
+        if !node.admitted() {
+            self.rejected.insert(node.harness.clone());
+        }
+        let Some(island) = self.islands.get_mut(node.island) else {
+            return;
+        };
+        island.members.push(node.id.clone());
+        if node.admitted() {
+            island.admitted.push(node.id.clone());
+        }
+        if node.round == 0 && island.reference.is_none() {
+            island.reference = Some(reference_for(&[node.evaluation.fitness]));
+        }
+        if let Some(validation) = &node.validation {
+            if validation.fitness.quality > island.best_validation {
+                island.best_validation = validation.fitness.quality;
+                island.improved_this_round = true;
+            }
+        }
+        if node.parents.get(1).is_some() && island.co_parent.as_ref() == node.parents.get(1) {
+            island.co_parent = None;
+        }
+    }
+
+    fn apply_move(&mut self, event: &EventRecord) {
+        match &event.action {
+            Move::Reassign { island, mutator } => {
+                if let Some(island) = self.islands.get_mut(*island) {
+                    island.mutator = mutator.clone();
+                    island.stalled_rounds = 0;
+                }
+            }
+            Move::Graft { into, node, .. } => {
+                if let Some(island) = self.islands.get_mut(*into) {
+                    island.co_parent = Some(node.clone());
+                    island.stalled_rounds = 0;
+                }
+            }
+            Move::Speciate {
+                from,
+                nodes,
+                mutator,
+            } => {
+                let reference = self.islands.get(*from).and_then(|i| i.reference);
+                if let Some(source) = self.islands.get_mut(*from) {
+                    source.admitted.retain(|id| !nodes.contains(id));
+                    source.stalled_rounds = 0;
+                }
+                let mut island = Island::new(self.islands.len(), mutator.clone());
+                island.reference = reference;
+                island.admitted = nodes.clone();
+                island.members = nodes.clone();
+                island.best_validation = nodes
+                    .iter()
+                    .filter_map(|id| self.node(id)?.validation.as_ref())
+                    .map(|v| v.fitness.quality)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                self.islands.push(island);
+            }
+            Move::Curriculum { tasks } => {
+                self.search_tasks = Some(tasks.clone());
+                for island in &mut self.islands {
+                    island.stalled_rounds = 0;
+                }
+            }
+        }
+        self.events.push(event.clone());
+    }
+
+    /// The node with this id.
+    pub fn node(&self, id: &str) -> Option<&NodeRecord> {
+        self.index.get(id).map(|&i| &self.nodes[i])
+    }
+
+    /// Whether island `island` already has its node for `round` (a resumed run skips it).
+    pub fn has_node(&self, round: usize, island: usize) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.round == round && n.island == island)
+    }
+
+    /// The admitted nodes of an island, in admission order.
+    pub fn admitted(&self, island: usize) -> Vec<&NodeRecord> {
+        self.islands
+            .get(island)
+            .map(|i| i.admitted.iter().filter_map(|id| self.node(id)).collect())
+            .unwrap_or_default()
+    }
+
+    /// An island's best admitted node: highest quality, then lowest cost, then earliest.
+    pub fn island_best(&self, island: usize) -> Option<&NodeRecord> {
+        self.admitted(island).into_iter().reduce(|best, n| {
+            let (a, b) = (n.evaluation.fitness, best.evaluation.fitness);
+            if a.quality > b.quality || (a.quality == b.quality && a.cost < b.cost) {
+                n
+            } else {
+                best
+            }
+        })
+    }
+
+    /// The id the next node gets.
+    pub fn next_node_id(&self) -> String {
+        format!("n{:04}", self.nodes.len())
+    }
+
+    /// The children proposed for an island after its seed (admitted or not), oldest first.
+    pub fn children(&self, island: usize) -> Vec<&NodeRecord> {
+        self.islands
+            .get(island)
+            .map(|i| {
+                i.members
+                    .iter()
+                    .filter_map(|id| self.node(id))
+                    .filter(|n| n.round > 0)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
