@@ -79,6 +79,8 @@ pub enum Step {
         /// Share of the budget.
         share: Option<f64>,
     },
+    /// Drop the zero cells at both ends (keeps the second problem's score exactly).
+    Trim,
     /// Mirror the values and average (f ← (f + reverse f)/2).
     Symmetrize,
     /// Zero tiny values, check constraints, verify exactly.
@@ -191,6 +193,7 @@ impl Step {
             | Step::KeepBest { share, .. } => *share,
             Step::Resample { .. }
             | Step::Perturb { .. }
+            | Step::Trim
             | Step::Symmetrize
             | Step::Finalize { .. } => None,
         }
@@ -272,7 +275,7 @@ fn check_steps(steps: &[Step], path: &str) -> std::result::Result<(), String> {
                 fraction(&here, "fraction", params.fraction)?;
                 at_least_one(&here, "levels", params.levels)?;
             }
-            Step::Symmetrize => {}
+            Step::Trim | Step::Symmetrize => {}
             Step::Finalize { params } => {
                 if !(params.zero_below >= 0.0 && params.zero_below.is_finite()) {
                     return Err(format!("{here}.zero_below: must be ≥ 0"));

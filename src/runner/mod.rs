@@ -377,6 +377,7 @@ impl<'a> Runner<'a> {
                 params.scale,
                 seed,
             )),
+            Step::Trim => plain(stages::resample::trim(&current)),
             Step::Symmetrize => plain(stages::symmetrize::symmetrize(&current)),
             Step::Finalize { params } => {
                 plain(stages::finalize::run(self.problem, &current, params))
@@ -465,7 +466,11 @@ fn step_weights(steps: &[Step]) -> Vec<f64> {
 fn optimizes(step: &Step) -> bool {
     !matches!(
         step,
-        Step::Resample { .. } | Step::Perturb { .. } | Step::Symmetrize | Step::Finalize { .. }
+        Step::Resample { .. }
+            | Step::Perturb { .. }
+            | Step::Trim
+            | Step::Symmetrize
+            | Step::Finalize { .. }
     )
 }
 
@@ -478,6 +483,7 @@ pub fn step_kind(step: &Step) -> &'static str {
         Step::SequentialLp { .. } => "sequential_lp",
         Step::Resample { .. } => "resample",
         Step::Perturb { .. } => "perturb",
+        Step::Trim => "trim",
         Step::PruneRegrow { .. } => "prune_regrow",
         Step::Symmetrize => "symmetrize",
         Step::Finalize { .. } => "finalize",
