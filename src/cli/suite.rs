@@ -32,7 +32,7 @@ struct FreezeArgs {
     #[arg(long)]
     problem: String,
     /// Construction files, or folders whose *.json / *.json.gz constructions are taken
-    /// (provenance files and MANIFEST.json are skipped).
+    /// (provenance files, MANIFEST.json and PULL.json are skipped).
     #[arg(long, num_args = 1.., required = true)]
     from: Vec<PathBuf>,
     /// Parent optimizer program files (TOML).

@@ -13,7 +13,7 @@ pub struct FreezeRequest {
     /// The problem's slug.
     pub problem: String,
     /// Construction files, or folders whose `*.json` / `*.json.gz` constructions are taken
-    /// (provenance files and `MANIFEST.json` skipped).
+    /// (provenance files, `MANIFEST.json` and `PULL.json` skipped).
     pub from: Vec<PathBuf>,
     /// Parent optimizer program files.
     pub programs: Vec<PathBuf>,
@@ -160,11 +160,12 @@ fn construction_files(from: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Whether a file name in a folder is a construction (not provenance or a manifest).
+/// Whether a file name in a folder is a construction (not provenance, a manifest or a pull record).
 fn is_construction_name(name: &str) -> bool {
     (name.ends_with(".json") || name.ends_with(".json.gz"))
         && !name.ends_with(".provenance.json")
         && name != "MANIFEST.json"
+        && name != "PULL.json"
 }
 
 /// The file name without `.json.gz` / `.json`.
@@ -220,6 +221,7 @@ mod tests {
         assert!(is_construction_name("x.json.gz"));
         assert!(!is_construction_name("rank-01-a.provenance.json"));
         assert!(!is_construction_name("MANIFEST.json"));
+        assert!(!is_construction_name("PULL.json"));
         assert!(!is_construction_name("notes.txt"));
     }
 
