@@ -76,7 +76,11 @@ fn scrub(value: &mut Value) {
 
 fn node_lines(run_dir: &Path) -> usize {
     std::fs::read_to_string(run_dir.join("lineage.jsonl"))
-        .map(|t| t.lines().filter(|l| l.contains("\"record\":\"node\"")).count())
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.contains("\"record\":\"node\""))
+                .count()
+        })
         .unwrap_or(0)
 }
 
@@ -86,10 +90,23 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
     let suite = tiny_suite(dir.path());
     let suite = suite.to_str().unwrap();
     let settings = [
-        "--islands", "2", "--rounds", "4", "--seed", "5", "--patience", "1",
+        "--islands",
+        "2",
+        "--rounds",
+        "4",
+        "--seed",
+        "5",
+        "--patience",
+        "1",
     ];
     let whole = dir.path().join("whole");
-    let mut args = vec!["evolve", "--suite", suite, "--run-dir", whole.to_str().unwrap()];
+    let mut args = vec![
+        "evolve",
+        "--suite",
+        suite,
+        "--run-dir",
+        whole.to_str().unwrap(),
+    ];
     args.extend(settings);
     let run = milo(&args);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -97,7 +114,13 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
 
     let killed = dir.path().join("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args(["evolve", "--suite", suite, "--run-dir", killed.to_str().unwrap()])
+        .args([
+            "evolve",
+            "--suite",
+            suite,
+            "--run-dir",
+            killed.to_str().unwrap(),
+        ])
         .args(settings)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -112,7 +135,10 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
     let finished_early = child.try_wait().unwrap().is_some();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert!(!finished_early, "the run finished before it could be killed");
+    assert!(
+        !finished_early,
+        "the run finished before it could be killed"
+    );
     let before = node_lines(&killed);
 
     let resumed = milo(&["evolve", "--resume", killed.to_str().unwrap()]);
@@ -131,10 +157,15 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
     ids.dedup();
     assert_eq!(ids.len(), count, "duplicated node ids");
     let max_round = nodes.iter().map(|n| n["round"].as_u64().unwrap()).max();
-    assert!(max_round <= Some(4) && max_round >= Some(1), "{max_round:?}");
+    assert!(
+        max_round <= Some(4) && max_round >= Some(1),
+        "{max_round:?}"
+    );
     for node in nodes {
         assert!(node["quality"].as_f64().unwrap() >= 0.0);
-        for key in ["island", "parents", "mutator", "admitted", "cost", "latency"] {
+        for key in [
+            "island", "parents", "mutator", "admitted", "cost", "latency",
+        ] {
             assert!(node.get(key).is_some(), "missing {key}");
         }
     }
@@ -144,7 +175,11 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
 #[test]
 fn resuming_a_missing_run_and_starting_over_an_existing_one_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = milo(&["evolve", "--resume", dir.path().join("nope").to_str().unwrap()]);
+    let missing = milo(&[
+        "evolve",
+        "--resume",
+        dir.path().join("nope").to_str().unwrap(),
+    ]);
     assert_ne!(missing.code, 0);
     assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
 

@@ -16,7 +16,9 @@ use crate::error::Result;
 use crate::harness::edits::{self, EditContext};
 use crate::harness::{evidence, EditKind, Harness, RevisionBase, RunFrom};
 use crate::program::Program;
-use crate::runner::{derive_seed, run_program, trace::cpu_seconds, RunSettings, Silent};
+use crate::runner::{
+    derive_seed, run_program, trace::cpu_seconds, RunOutcome, RunSettings, Silent,
+};
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -74,6 +76,16 @@ impl Allowance {
     }
 }
 
+/// A run's work: each stage's objective evaluations times its construction's size.
+fn cell_evaluations(outcome: &RunOutcome) -> f64 {
+    outcome
+        .trace
+        .stages
+        .iter()
+        .map(|s| s.evaluations as f64 * s.n as f64)
+        .sum()
+}
+
 /// A construction the agent may return, with the program that made it.
 struct Candidate {
     values: Vec<f64>,
@@ -108,8 +120,15 @@ impl OptimizerWriter for BuiltinWriter {
 
         let mut runs = Vec::new();
         let mut evaluations = 0;
-        let minimal = run(task.parent, task.start, total.scaled(harness.budget.minimal), 0)?;
+        let mut work = 0.0;
+        let minimal = run(
+            task.parent,
+            task.start,
+            total.scaled(harness.budget.minimal),
+            0,
+        )?;
         evaluations += minimal.evaluations;
+        work += cell_evaluations(&minimal);
         let found = evidence::diagnose(&minimal);
         let mut candidates = vec![Candidate {
             score: problem.score_fast(&minimal.best).value,
@@ -168,6 +187,7 @@ impl OptimizerWriter for BuiltinWriter {
             };
             let outcome = run(&program, from, allotment, 1 + i as u64)?;
             evaluations += outcome.evaluations;
+            work += cell_evaluations(&outcome);
             explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
             let score = problem.score_fast(&outcome.best).value;
             let new_best = direction.better(&score, &candidates[best].score);
@@ -200,6 +220,7 @@ impl OptimizerWriter for BuiltinWriter {
             let program = candidates[best].program.clone();
             let outcome = run(&program, &candidates[best].values, reserve, 1_000)?;
             evaluations += outcome.evaluations;
+            work += cell_evaluations(&outcome);
             let score = problem.score_fast(&outcome.best).value;
             let new_best = direction.better(&score, &candidates[best].score);
             runs.push(ProgramRun {
@@ -257,6 +278,7 @@ impl OptimizerWriter for BuiltinWriter {
             evidence: found,
             runs,
             evaluations,
+            work,
             seconds: started.elapsed().as_secs_f64(),
             cpu_seconds: cpu_seconds() - cpu_started,
         })
@@ -306,9 +328,18 @@ mod tests {
             assert_eq!(a.best, b.best, "{}: not reproducible", harness.name);
             assert!(problem.check(&a.best).is_ok());
             assert_eq!(problem.score_exact(&a.best), a.best_exact);
-            assert!(a.improved, "{}: no gain on an unoptimized start", harness.name);
+            assert!(
+                a.improved,
+                "{}: no gain on an unoptimized start",
+                harness.name
+            );
             assert!(problem.spec().direction.better(&a.best_exact, &start_exact));
-            assert!(a.evaluations <= 1_500 + 50, "{}: {}", harness.name, a.evaluations);
+            assert!(
+                a.evaluations <= 1_500 + 50,
+                "{}: {}",
+                harness.name,
+                a.evaluations
+            );
             assert_eq!(a.runs[0].role, Role::Minimal);
             assert!(a.runs.len() >= 2, "{}: wrote no revision", harness.name);
         }

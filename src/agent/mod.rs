@@ -83,6 +83,9 @@ pub struct Attempt {
     pub runs: Vec<ProgramRun>,
     /// Objective evaluations used in all.
     pub evaluations: u64,
+    /// Work in cell-evaluations: each stage's evaluations times its construction's size — a
+    /// machine-independent measure of cost (an evaluation at n cells costs about n log n).
+    pub work: f64,
     /// Wall seconds.
     pub seconds: f64,
     /// CPU seconds of the thread that did the work.

@@ -12,7 +12,8 @@ use crate::suite::Suite;
 use std::path::{Path, PathBuf};
 
 /// The suite `milo evolve` runs on without `--suite`.
-pub const DEFAULT_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/problems/suites/default.toml");
+pub const DEFAULT_SUITE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/problems/suites/default.toml");
 
 /// Arguments of `milo evolve`.
 #[derive(clap::Args, Debug)]
@@ -87,7 +88,9 @@ fn start(args: &EvolveArgs) -> Result<Search> {
     }
     if let Some(h) = args.hours {
         if !(h.is_finite() && h > 0.0) {
-            return Err(MiloError::Usage(format!("--hours must be positive, got {h}")));
+            return Err(MiloError::Usage(format!(
+                "--hours must be positive, got {h}"
+            )));
         }
     }
     let suite_path = args
@@ -189,7 +192,13 @@ fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
         {
             let score: f64 = t.end_exact.parse().unwrap_or(f64::NAN);
             if best.as_ref().is_none_or(|b| direction.better(&score, &b.0)) {
-                best = Some((score, t.end_exact.clone(), t.task.clone(), node.id.clone(), node.island));
+                best = Some((
+                    score,
+                    t.end_exact.clone(),
+                    t.task.clone(),
+                    node.id.clone(),
+                    node.island,
+                ));
             }
         }
     }
@@ -225,7 +234,11 @@ fn summarise(search: &Search, stop: Stop) {
     let found = std::fs::read_dir(&discoveries)
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter(|e| !e.file_name().to_string_lossy().ends_with(".provenance.json"))
+                .filter(|e| {
+                    !e.file_name()
+                        .to_string_lossy()
+                        .ends_with(".provenance.json")
+                })
                 .count()
         })
         .unwrap_or(0);

@@ -50,7 +50,9 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
                 })
             })
             .collect();
-        return Ok(super::print_json(&json!({ "nodes": nodes, "events": events })));
+        return Ok(super::print_json(
+            &json!({ "nodes": nodes, "events": events }),
+        ));
     }
     println!(
         "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9} {:>9} {:>8}  verdict",

@@ -110,7 +110,11 @@ pub fn parameterisations_for(slug: &str) -> &'static [ParameterisationName] {
 fn is_optimizer(step: &Step) -> bool {
     !matches!(
         step,
-        Step::Resample { .. } | Step::Perturb { .. } | Step::Symmetrize | Step::Finalize { .. }
+        Step::Resample { .. }
+            | Step::Perturb { .. }
+            | Step::Trim
+            | Step::Symmetrize
+            | Step::Finalize { .. }
     )
 }
 
@@ -283,7 +287,10 @@ fn delete(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
     let removed = edited.steps.remove(at);
     Some((
         edited,
-        format!("delete {} at steps[{at}]", crate::runner::step_kind(&removed)),
+        format!(
+            "delete {} at steps[{at}]",
+            crate::runner::step_kind(&removed)
+        ),
     ))
 }
 
@@ -346,7 +353,10 @@ fn swap_parameterisation(
             } else {
                 let before = params.parameterisation;
                 params.parameterisation = choices[(roll % choices.len() as u64) as usize];
-                format!("parameterisation {before:?} -> {:?}", params.parameterisation)
+                format!(
+                    "parameterisation {before:?} -> {:?}",
+                    params.parameterisation
+                )
             };
         }
         index += 1;
@@ -362,7 +372,10 @@ fn resolution(program: &Program, ctx: &EditContext) -> Option<(Program, String)>
         .position(|s| matches!(s, Step::Resample { .. }))
     {
         edited.steps.remove(at);
-        return Some((edited, format!("remove the resolution change at steps[{at}]")));
+        return Some((
+            edited,
+            format!("remove the resolution change at steps[{at}]"),
+        ));
     }
     if 2 * ctx.n > ctx.max_len.min(RESOLUTION_CAP) {
         return None;
@@ -464,7 +477,10 @@ fn perturbation(program: &Program, slug: &str) -> Option<(Program, String)> {
     let mut edited = program.clone();
     let at = body_end(program);
     edited.steps.insert(at, hop);
-    Some((edited, "append basin hopping (perturb 2%, L-BFGS, keep best)".into()))
+    Some((
+        edited,
+        "append basin hopping (perturb 2%, L-BFGS, keep best)".into(),
+    ))
 }
 
 fn crossover(
@@ -506,10 +522,14 @@ mod tests {
     fn program(slug: &str) -> Program {
         let text = match slug {
             "third-autocorrelation-inequality" => {
-                include_str!("../../problems/optimizers/third-autocorrelation-inequality.default.toml")
+                include_str!(
+                    "../../problems/optimizers/third-autocorrelation-inequality.default.toml"
+                )
             }
             "lbfgs-cascade" => include_str!("../../problems/optimizers/lbfgs-cascade.toml"),
-            _ => include_str!("../../problems/optimizers/first-autocorrelation-inequality.default.toml"),
+            _ => include_str!(
+                "../../problems/optimizers/first-autocorrelation-inequality.default.toml"
+            ),
         };
         Program::parse(text, std::path::Path::new("test.toml")).unwrap()
     }

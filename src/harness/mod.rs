@@ -183,9 +183,11 @@ impl Harness {
             ));
         }
         if b.minimal <= 0.0 {
-            return Err("budget.minimal: must be positive (the agent always runs the parent \
+            return Err(
+                "budget.minimal: must be positive (the agent always runs the parent \
                         once, for a valid baseline and evidence)"
-                .into());
+                    .into(),
+            );
         }
         for (kind, &w) in &self.menu {
             if !(w.is_finite() && w >= 0.0) {
@@ -197,7 +199,10 @@ impl Harness {
         }
         for (i, rule) in self.rules.iter().enumerate() {
             if !(rule.boost.is_finite() && rule.boost > 0.0) {
-                return Err(format!("rules[{i}].boost: must be positive, got {}", rule.boost));
+                return Err(format!(
+                    "rules[{i}].boost: must be positive, got {}",
+                    rule.boost
+                ));
             }
             if rule.prefer.is_empty() {
                 return Err(format!("rules[{i}].prefer: names no edit"));
@@ -275,9 +280,18 @@ fn long_number_array(value: &toml::Value, path: String) -> Option<String> {
 /// The seed harnesses shipped with milo (`problems/harnesses/`), embedded in the binary.
 pub fn seed_harnesses() -> Vec<Harness> {
     [
-        ("steady-polish", include_str!("../../problems/harnesses/steady-polish.toml")),
-        ("explorer", include_str!("../../problems/harnesses/explorer.toml")),
-        ("diagnostician", include_str!("../../problems/harnesses/diagnostician.toml")),
+        (
+            "steady-polish",
+            include_str!("../../problems/harnesses/steady-polish.toml"),
+        ),
+        (
+            "explorer",
+            include_str!("../../problems/harnesses/explorer.toml"),
+        ),
+        (
+            "diagnostician",
+            include_str!("../../problems/harnesses/diagnostician.toml"),
+        ),
     ]
     .iter()
     .map(|(name, text)| {
@@ -316,7 +330,11 @@ mod tests {
 
     #[test]
     fn malformed_harnesses_name_the_key() {
-        let err = |text: &str| Harness::parse(text, Path::new("h.toml")).unwrap_err().to_string();
+        let err = |text: &str| {
+            Harness::parse(text, Path::new("h.toml"))
+                .unwrap_err()
+                .to_string()
+        };
         assert!(err(&with("colour = 3")).contains("colour"));
         let base = seed_harnesses()[0].clone();
         let mut bad = base.clone();

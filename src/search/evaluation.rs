@@ -37,8 +37,9 @@ pub enum Quality {
 pub enum CostMeasure {
     /// CPU seconds summed over tasks (cost) and wall seconds of the evaluation (latency).
     Measured,
-    /// Objective evaluations in thousands: summed over tasks (cost) and the largest single task
-    /// (latency, the critical path when tasks run in parallel). Reproducible bit for bit.
+    /// Work in millions of cell-evaluations (objective evaluations times the construction's
+    /// size): summed over tasks (cost) and the largest single task (latency, the critical path
+    /// when tasks run in parallel). Machine-independent, so reproducible bit for bit.
     Counted,
 }
 
@@ -75,6 +76,8 @@ pub struct TaskResult {
     pub gain: f64,
     /// Objective evaluations over all attempts.
     pub evaluations: u64,
+    /// Cell-evaluations over all attempts (see [`CostMeasure::Counted`]).
+    pub work: f64,
     /// CPU seconds over all attempts.
     pub cpu_seconds: f64,
     /// Wall seconds over all attempts.
@@ -200,6 +203,7 @@ pub fn evaluate(
             end_exact: decimal_string(&best.best_exact, 40),
             gain: gain(problem, &task.start.exact, &best.best_exact),
             evaluations: attempts.iter().map(|(_, x)| x.evaluations).sum(),
+            work: attempts.iter().map(|(_, x)| x.work).sum(),
             cpu_seconds: attempts.iter().map(|(_, x)| x.cpu_seconds).sum(),
             wall_seconds: attempts.iter().map(|(_, x)| x.seconds).sum(),
             evidence: best.evidence.clone(),
@@ -242,8 +246,8 @@ fn summarise(tasks: Vec<TaskResult>, quality: Quality, cost: CostMeasure, wall: 
     let (cost, latency) = match cost {
         CostMeasure::Measured => (tasks.iter().map(|t| t.cpu_seconds).sum(), wall),
         CostMeasure::Counted => (
-            tasks.iter().map(|t| t.evaluations as f64).sum::<f64>() / 1e3,
-            tasks.iter().map(|t| t.evaluations).max().unwrap_or(0) as f64 / 1e3,
+            tasks.iter().map(|t| t.work).sum::<f64>() / 1e6,
+            tasks.iter().map(|t| t.work).fold(0.0, f64::max) / 1e6,
         ),
     };
     Evaluation {

@@ -132,7 +132,10 @@ impl Search {
     }
 
     fn config(&self) -> &RunConfig {
-        self.state.config.as_ref().expect("a run starts with its settings")
+        self.state
+            .config
+            .as_ref()
+            .expect("a run starts with its settings")
     }
 
     /// Runs rounds until the configured rounds or hours are used up, or Ctrl-C.
@@ -227,7 +230,12 @@ impl Search {
     fn library(&self, island: usize) -> Vec<Program> {
         let mut programs: Vec<Program> = Vec::new();
         for node in self.state.admitted(island).into_iter().rev() {
-            for text in node.evaluation.tasks.iter().filter_map(|t| t.best_program.as_ref()) {
+            for text in node
+                .evaluation
+                .tasks
+                .iter()
+                .filter_map(|t| t.best_program.as_ref())
+            {
                 if let Ok(program) = Program::parse(text, Path::new("lineage")) {
                     if !programs.contains(&program) {
                         programs.push(program);
@@ -254,13 +262,18 @@ impl Search {
     ) -> Result<Option<Evaluation>> {
         let ids = Self::task_ids(tasks);
         let hash = harness.content_hash();
-        let known = self.state.nodes.iter().filter(|n| n.harness == hash).find_map(|n| {
-            [Some(&n.evaluation), n.validation.as_ref()]
-                .into_iter()
-                .flatten()
-                .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
-                .cloned()
-        });
+        let known = self
+            .state
+            .nodes
+            .iter()
+            .filter(|n| n.harness == hash)
+            .find_map(|n| {
+                [Some(&n.evaluation), n.validation.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
+                    .cloned()
+            });
         if known.is_some() {
             return Ok(known);
         }
@@ -293,7 +306,13 @@ impl Search {
         let task: String = d
             .task
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         let stem = format!("{score}-{task}-{harness}");
         let path = dir.join(format!("{stem}.json"));
@@ -374,7 +393,12 @@ impl Search {
     }
 
     /// One round of one island: select, mutate, evaluate, admit, record, validate.
-    fn step(&mut self, island: usize, round: usize, observer: &mut dyn SearchObserver) -> Result<()> {
+    fn step(
+        &mut self,
+        island: usize,
+        round: usize,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
         let config = self.config().clone();
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(
             derive_seed(config.seed, round as u64),

@@ -346,7 +346,11 @@ mod tests {
     fn a_corrupt_middle_line_is_an_error_naming_it_and_create_refuses_an_existing_run() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LINEAGE_FILE);
-        std::fs::write(&path, "{\"record\":\"round_end\",\"round\":1}\nnot json\n{}\n").unwrap();
+        std::fs::write(
+            &path,
+            "{\"record\":\"round_end\",\"round\":1}\nnot json\n{}\n",
+        )
+        .unwrap();
         let err = read_records(&path).unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(JsonlLineage::create(dir.path()).is_err());

@@ -649,6 +649,7 @@ mod tests {
                         evaluations: 0,
                         cpu_seconds: 0.0,
                         wall_seconds: 0.0,
+                        work: 0.0,
                         evidence: Vec::new(),
                         edits: Vec::new(),
                         best_program: None,

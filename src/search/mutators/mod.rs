@@ -409,6 +409,7 @@ pub(crate) mod fixtures {
                 evaluations: 1000,
                 cpu_seconds: 10.0,
                 wall_seconds: 10.0,
+                work: 1e6,
                 evidence: evidence.get(i).map(|e| e.to_vec()).unwrap_or_default(),
                 edits: vec![],
                 best_program: None,
