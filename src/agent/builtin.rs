@@ -76,6 +76,54 @@ impl Allowance {
     }
 }
 
+/// Everything the agent ran: the runs, the candidates they produced, and the totals.
+#[derive(Default)]
+struct Ledger {
+    runs: Vec<ProgramRun>,
+    candidates: Vec<Candidate>,
+    evaluations: u64,
+    work: f64,
+}
+
+impl Ledger {
+    /// Records a program's outcome as a run and a candidate; whether it beats candidate `best`
+    /// by float score (without one, whether the exact scores confirm an improvement).
+    fn record(
+        &mut self,
+        problem: &dyn crate::problems::Problem,
+        role: Role,
+        edits: Vec<String>,
+        program: Program,
+        outcome: RunOutcome,
+        best: Option<usize>,
+    ) -> bool {
+        self.evaluations += outcome.evaluations;
+        self.work += cell_evaluations(&outcome);
+        let score = problem.score_fast(&outcome.best).value;
+        let new_best = match best {
+            Some(i) => problem
+                .spec()
+                .direction
+                .better(&score, &self.candidates[i].score),
+            None => outcome.improved,
+        };
+        self.runs.push(ProgramRun {
+            role,
+            edits,
+            score,
+            new_best,
+            evaluations: outcome.evaluations,
+            seconds: outcome.seconds,
+        });
+        self.candidates.push(Candidate {
+            values: outcome.best,
+            score,
+            program,
+        });
+        new_best
+    }
+}
+
 /// A run's work: each stage's objective evaluations times its construction's size.
 fn cell_evaluations(outcome: &RunOutcome) -> f64 {
     outcome
@@ -118,31 +166,22 @@ impl OptimizerWriter for BuiltinWriter {
             run_program(problem, from, program, &settings, &mut Silent)
         };
 
-        let mut runs = Vec::new();
-        let mut evaluations = 0;
-        let mut work = 0.0;
+        let mut ledger = Ledger::default();
         let minimal = run(
             task.parent,
             task.start,
             total.scaled(harness.budget.minimal),
             0,
         )?;
-        evaluations += minimal.evaluations;
-        work += cell_evaluations(&minimal);
         let found = evidence::diagnose(&minimal);
-        let mut candidates = vec![Candidate {
-            score: problem.score_fast(&minimal.best).value,
-            values: minimal.best,
-            program: task.parent.clone(),
-        }];
-        runs.push(ProgramRun {
-            role: Role::Minimal,
-            edits: vec![],
-            score: candidates[0].score,
-            new_best: minimal.improved,
-            evaluations: minimal.evaluations,
-            seconds: minimal.seconds,
-        });
+        ledger.record(
+            problem,
+            Role::Minimal,
+            vec![],
+            task.parent.clone(),
+            minimal,
+            None,
+        );
         let mut best = 0;
 
         let weights = harness.edit_weights(&found);
@@ -165,7 +204,7 @@ impl OptimizerWriter for BuiltinWriter {
             }
             let base = match harness.revise {
                 RevisionBase::Parent => task.parent,
-                RevisionBase::Best => &candidates[best].program,
+                RevisionBase::Best => &ledger.candidates[best].program,
             };
             let Some(menu) = &menu else { break };
             let mut program = base.clone();
@@ -183,29 +222,20 @@ impl OptimizerWriter for BuiltinWriter {
             }
             let from = match harness.run_from {
                 RunFrom::Start => task.start,
-                RunFrom::Best => &candidates[best].values,
+                RunFrom::Best => &ledger.candidates[best].values,
             };
             let outcome = run(&program, from, allotment, 1 + i as u64)?;
-            evaluations += outcome.evaluations;
-            work += cell_evaluations(&outcome);
             explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
-            let score = problem.score_fast(&outcome.best).value;
-            let new_best = direction.better(&score, &candidates[best].score);
-            runs.push(ProgramRun {
-                role: Role::Revision,
-                edits: applied,
-                score,
-                new_best,
-                evaluations: outcome.evaluations,
-                seconds: outcome.seconds,
-            });
-            candidates.push(Candidate {
-                values: outcome.best,
-                score,
+            let new_best = ledger.record(
+                problem,
+                Role::Revision,
+                applied,
                 program,
-            });
+                outcome,
+                Some(best),
+            );
             if new_best {
-                best = candidates.len() - 1;
+                best = ledger.candidates.len() - 1;
                 failures = 0;
             } else {
                 failures += 1;
@@ -217,27 +247,17 @@ impl OptimizerWriter for BuiltinWriter {
 
         let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
         if harness.budget.reserve > 0.0 && !reserve.is_empty() {
-            let program = candidates[best].program.clone();
-            let outcome = run(&program, &candidates[best].values, reserve, 1_000)?;
-            evaluations += outcome.evaluations;
-            work += cell_evaluations(&outcome);
-            let score = problem.score_fast(&outcome.best).value;
-            let new_best = direction.better(&score, &candidates[best].score);
-            runs.push(ProgramRun {
-                role: Role::Reserve,
-                edits: vec![],
-                score,
-                new_best,
-                evaluations: outcome.evaluations,
-                seconds: outcome.seconds,
-            });
-            candidates.push(Candidate {
-                values: outcome.best,
-                score,
-                program,
-            });
+            let program = ledger.candidates[best].program.clone();
+            let outcome = run(&program, &ledger.candidates[best].values, reserve, 1_000)?;
+            ledger.record(problem, Role::Reserve, vec![], program, outcome, Some(best));
         }
 
+        let Ledger {
+            runs,
+            mut candidates,
+            evaluations,
+            work,
+        } = ledger;
         // Best first by float score (stable: earlier candidates win ties), then exactly.
         let mut order: Vec<usize> = (0..candidates.len()).collect();
         order.sort_by(|&a, &b| {

@@ -106,18 +106,6 @@ pub fn parameterisations_for(slug: &str) -> &'static [ParameterisationName] {
     }
 }
 
-/// Whether a step runs an optimizer (spends objective evaluations) rather than reshaping.
-fn is_optimizer(step: &Step) -> bool {
-    !matches!(
-        step,
-        Step::Resample { .. }
-            | Step::Perturb { .. }
-            | Step::Trim
-            | Step::Symmetrize
-            | Step::Finalize { .. }
-    )
-}
-
 /// Index of the trailing `finalize` step, if the program ends with one.
 fn body_end(program: &Program) -> usize {
     match program.steps.last() {
@@ -278,9 +266,13 @@ fn insert(program: &Program, ctx: &EditContext, rng: &mut impl Rng) -> Option<(P
 }
 
 fn delete(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
-    let optimizers = program.steps.iter().filter(|s| is_optimizer(s)).count();
+    let optimizers = program
+        .steps
+        .iter()
+        .filter(|s| s.spends_evaluations())
+        .count();
     let candidates: Vec<usize> = (0..body_end(program))
-        .filter(|&i| !is_optimizer(&program.steps[i]) || optimizers > 1)
+        .filter(|&i| !program.steps[i].spends_evaluations() || optimizers > 1)
         .collect();
     let &at = candidates.choose(rng)?;
     let mut edited = program.clone();

@@ -179,6 +179,19 @@ impl Program {
 }
 
 impl Step {
+    /// Whether the step spends objective evaluations (an optimizer, or a block around steps)
+    /// rather than reshaping the values directly.
+    pub fn spends_evaluations(&self) -> bool {
+        !matches!(
+            self,
+            Step::Resample { .. }
+                | Step::Perturb { .. }
+                | Step::Trim
+                | Step::Symmetrize
+                | Step::Finalize { .. }
+        )
+    }
+
     /// The step's share of the budget, if it states one.
     pub fn share(&self) -> Option<f64> {
         match self {

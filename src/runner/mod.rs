@@ -445,7 +445,7 @@ fn step_weights(steps: &[Step]) -> Vec<f64> {
     let stated: f64 = steps.iter().filter_map(Step::share).sum();
     let unstated = steps
         .iter()
-        .filter(|s| s.share().is_none() && optimizes(s))
+        .filter(|s| s.share().is_none() && s.spends_evaluations())
         .count();
     let each = if unstated > 0 {
         (1.0 - stated).max(0.0) / unstated as f64
@@ -456,22 +456,10 @@ fn step_weights(steps: &[Step]) -> Vec<f64> {
         .iter()
         .map(|s| match s.share() {
             Some(share) => share,
-            None if optimizes(s) => each,
+            None if s.spends_evaluations() => each,
             None => 0.0,
         })
         .collect()
-}
-
-/// Whether a step spends objective evaluations.
-fn optimizes(step: &Step) -> bool {
-    !matches!(
-        step,
-        Step::Resample { .. }
-            | Step::Perturb { .. }
-            | Step::Trim
-            | Step::Symmetrize
-            | Step::Finalize { .. }
-    )
 }
 
 /// The `kind` name of a step as written in program files.
