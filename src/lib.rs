@@ -7,6 +7,7 @@
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
 //! - [`program`]: optimizer programs as data (TOML stages and control flow);
+//! - [`records`]: append-only JSON-lines record files (lineages, benchmark steps);
 //! - [`runner`]: executes a program on a construction under a budget, with a trace;
 //! - [`stages`]: stages that transform a construction directly (resample, perturb, symmetrize);
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
@@ -16,10 +17,13 @@
 //! - [`agent`]: agents that write and run optimizer programs under a harness;
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
 //! - [`search`]: the MILO search over harnesses (hypervolume admission, parent selection…);
+//! - [`bench`]: benchmarks of search strategies (results, verdicts, ladder);
+//! - [`report`]: HTML reports with figures of a search run or a benchmark;
 //! - [`cli`]: the `milo` command line.
 
 pub mod agent;
 pub mod arena;
+pub mod bench;
 pub mod cli;
 pub mod construction;
 pub mod error;
@@ -30,6 +34,8 @@ pub mod objective;
 pub mod optimize;
 pub mod problems;
 pub mod program;
+pub mod records;
+pub mod report;
 pub mod runner;
 pub mod search;
 pub mod stages;

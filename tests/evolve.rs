@@ -67,6 +67,7 @@ fn scrub(value: &mut Value) {
         Value::Object(map) => {
             map.remove("cpu_seconds");
             map.remove("wall_seconds");
+            map.remove("at");
             map.values_mut().for_each(scrub);
         }
         Value::Array(items) => items.iter_mut().for_each(scrub),

@@ -11,7 +11,7 @@
 //! 4. Verifies the `verify_top` best candidates exactly against the start and returns the best
 //!    one the exact scores confirm (or the start).
 
-use super::{Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
+use super::{cell_evaluations, Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
 use crate::error::Result;
 use crate::harness::edits::{self, EditContext};
 use crate::harness::{evidence, EditKind, Harness, RevisionBase, RunFrom};
@@ -122,16 +122,6 @@ impl Ledger {
         });
         new_best
     }
-}
-
-/// A run's work: each stage's objective evaluations times its construction's size.
-fn cell_evaluations(outcome: &RunOutcome) -> f64 {
-    outcome
-        .trace
-        .stages
-        .iter()
-        .map(|s| s.evaluations as f64 * s.n as f64)
-        .sum()
 }
 
 /// A construction the agent may return, with the program that made it.

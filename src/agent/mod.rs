@@ -4,11 +4,14 @@
 //! construction, a parent program, a budget and a seed) and returns an [`Attempt`]: the best
 //! construction it could make, verified exactly, with the programs it wrote and ran. The
 //! built-in writer ([`BuiltinWriter`]) interprets the harness deterministically; an LLM-backed
-//! writer implements the same trait.
+//! writer implements the same trait. [`VerbatimWriter`] runs the parent program unchanged (the
+//! agent of baselines that evolve programs, not harnesses).
 
 mod builtin;
+mod verbatim;
 
 pub use builtin::BuiltinWriter;
+pub use verbatim::VerbatimWriter;
 
 use crate::error::Result;
 use crate::harness::{Evidence, Harness};
@@ -100,4 +103,14 @@ pub trait OptimizerWriter: Send + Sync {
     /// Revises the assignment's parent program under `harness`, runs what it wrote, and returns
     /// the best construction it verified.
     fn solve(&self, harness: &Harness, assignment: &Assignment) -> Result<Attempt>;
+}
+
+/// A run's work: each stage's objective evaluations times its construction's size.
+fn cell_evaluations(outcome: &crate::runner::RunOutcome) -> f64 {
+    outcome
+        .trace
+        .stages
+        .iter()
+        .map(|s| s.evaluations as f64 * s.n as f64)
+        .sum()
 }

@@ -117,6 +117,8 @@ fn start(args: &EvolveArgs) -> Result<Search> {
         attempts: args.attempts,
         writer: "builtin".into(),
         mutators: mutators::NAMES.iter().map(|s| s.to_string()).collect(),
+        cpu_seconds: None,
+        components: Default::default(),
     };
     Search::start(&dir, config, args.jobs)
 }
@@ -212,6 +214,7 @@ fn summarise(search: &Search, stop: Stop) {
         Stop::Rounds => "all rounds done",
         Stop::Hours => "time is up",
         Stop::Interrupted => "interrupted",
+        Stop::Budget => "the CPU budget is spent",
     };
     let admitted = state.nodes.iter().filter(|n| n.admitted()).count();
     println!(

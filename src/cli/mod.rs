@@ -1,10 +1,12 @@
 //! The `milo` command line: one file per subcommand.
 
 mod arena;
+mod bench;
 mod evolve;
 mod lineage;
 mod optimize;
 mod problems;
+mod report;
 mod suite;
 mod verify;
 
@@ -35,6 +37,10 @@ enum Command {
     Evolve(evolve::EvolveArgs),
     /// Show a search run's lineage: every harness tried and every orchestrator move.
     Lineage(lineage::LineageArgs),
+    /// Benchmark search methods against each other on a suite at equal CPU budget.
+    Bench(bench::BenchArgs),
+    /// Write an HTML report with figures of a search run or a benchmark directory.
+    Report(report::ReportArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit code.
@@ -48,6 +54,8 @@ pub fn run() -> i32 {
         Command::Suite(args) => suite::run(&args),
         Command::Evolve(args) => evolve::run(&args),
         Command::Lineage(args) => lineage::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::Report(args) => report::run(&args),
     };
     match outcome {
         Ok(code) => code,

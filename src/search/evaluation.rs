@@ -4,8 +4,8 @@
 //! Per task: start and end exact scores, the gain in units of the problem's `min_improvement`
 //! (0 without a valid improvement), objective evaluations, CPU and wall seconds. The fitness
 //! vector is quality (best or mean gain), cost and latency; the per-task gains are kept for
-//! behavioural similarity and the curriculum. Any construction that beats the suite's record is
-//! returned as a [`Discovery`].
+//! behavioural similarity and the curriculum. Each task's best improved construction is returned
+//! as a [`Discovery`]; the search saves those that beat the suite's record or the run's best.
 
 use super::hypervolume::Fitness;
 use crate::agent::{Assignment, Attempt, OptimizerWriter};
@@ -47,8 +47,6 @@ pub enum CostMeasure {
 pub struct EvaluationSettings<'a> {
     /// The problem of the suite.
     pub problem: &'a dyn Problem,
-    /// The exact score a discovery must beat.
-    pub record: &'a BigRational,
     /// Attempts per task (each with its own derived seed).
     pub attempts: usize,
     /// Threads.
@@ -101,7 +99,7 @@ pub struct Evaluation {
     pub gains: Vec<f64>,
 }
 
-/// A construction that beats the suite's record.
+/// A task's best exactly verified improvement over its start under one evaluation.
 #[derive(Clone, Debug)]
 pub struct Discovery {
     /// The task it came from.
@@ -131,7 +129,7 @@ pub fn gain(problem: &dyn Problem, start: &BigRational, end: &BigRational) -> f6
     difference / spec.min_improvement
 }
 
-/// Runs `writer` under `harness` on every task; also returns the discoveries.
+/// Runs `writer` under `harness` on every task; also returns each task's best improvement.
 pub fn evaluate(
     writer: &dyn OptimizerWriter,
     harness: &Harness,
@@ -175,18 +173,7 @@ pub fn evaluate(
     let mut results = Vec::with_capacity(tasks.len());
     let mut discoveries = Vec::new();
     for (task, attempts) in tasks.iter().zip(per_task) {
-        for (a, attempt) in &attempts {
-            if attempt.improved && direction.better(&attempt.best_exact, settings.record) {
-                discoveries.push(Discovery {
-                    task: task.id.clone(),
-                    seed: attempt_seed(task, *a),
-                    program: attempt.best_program.to_toml(),
-                    values: attempt.best.clone(),
-                    exact: attempt.best_exact.clone(),
-                });
-            }
-        }
-        let (_, best) = attempts
+        let (a, best) = attempts
             .iter()
             .reduce(|x, y| {
                 if direction.better(&y.1.best_exact, &x.1.best_exact) {
@@ -196,6 +183,15 @@ pub fn evaluate(
                 }
             })
             .expect("at least one attempt per task");
+        if best.improved {
+            discoveries.push(Discovery {
+                task: task.id.clone(),
+                seed: attempt_seed(task, *a),
+                program: best.best_program.to_toml(),
+                values: best.best.clone(),
+                exact: best.best_exact.clone(),
+            });
+        }
         results.push(TaskResult {
             task: task.id.clone(),
             split: task.split,

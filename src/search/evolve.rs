@@ -9,22 +9,27 @@
 
 use super::admission::{admit, Verdict};
 use super::evaluation::{evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings};
-use super::lineage::{EventRecord, JsonlLineage, LineageStore, NodeRecord, Record, RunConfig};
-use super::mutators::{self, MutationContext, Mutator};
+use super::lineage::{
+    EventRecord, JsonlLineage, LineageStore, NodeRecord, ParentChoice, Record, RunConfig,
+};
+use super::mutators::{self, MutationContext};
 use super::orchestrator::{should_consult, BuiltinOrchestrator, Orchestrator};
 use super::selection::{select_parent, Candidate, SelectionParams};
 use super::state::SearchState;
 use crate::agent::{BuiltinWriter, OptimizerWriter};
+use crate::construction::read_values;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::decimal_string;
 use crate::harness::{seed_harnesses, Harness};
 use crate::optimize::interrupted;
 use crate::program::Program;
+use crate::records::unix_seconds;
 use crate::runner::derive_seed;
 use crate::suite::{Suite, Task};
+use num_rational::BigRational;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -49,7 +54,12 @@ pub enum Stop {
     Hours,
     /// Ctrl-C.
     Interrupted,
+    /// The CPU budget is spent.
+    Budget,
 }
+
+/// The run's best construction so far (any task), beside `best.provenance.json`.
+pub const BEST_FILE: &str = "best.json";
 
 /// Largest number of programs offered to crossover edits.
 const LIBRARY_SIZE: usize = 8;
@@ -61,10 +71,11 @@ pub struct Search {
     state: SearchState,
     harnesses: HashMap<String, Harness>,
     writer: Box<dyn OptimizerWriter>,
-    mutators: Vec<Box<dyn Mutator>>,
     orchestrator: Box<dyn Orchestrator>,
     jobs: usize,
     started: Instant,
+    /// Exact score of `best.json`, the best construction the run has produced.
+    best: Option<BigRational>,
 }
 
 impl Search {
@@ -97,6 +108,11 @@ impl Search {
         jobs: usize,
     ) -> Result<Search> {
         let state = SearchState::replay(records);
+        let best_path = store.dir().join(BEST_FILE);
+        let best = match best_path.exists() {
+            true => Some(suite.problem.score_exact(&read_values(&best_path)?)),
+            false => None,
+        };
         let mut harnesses = HashMap::new();
         for node in &state.nodes {
             if !harnesses.contains_key(&node.harness) {
@@ -109,10 +125,10 @@ impl Search {
             state,
             harnesses,
             writer: Box::new(BuiltinWriter),
-            mutators: mutators::pool(),
             orchestrator: Box::new(BuiltinOrchestrator),
             jobs: jobs.max(1),
             started: Instant::now(),
+            best,
         })
     }
 
@@ -174,10 +190,11 @@ impl Search {
         let round = self.state.rounds_done;
         let patience = self.config().patience;
         let consulted = self.state.events.iter().any(|e| e.round == round);
-        if round == 0 || consulted || !should_consult(&self.state, patience) {
+        let off = !self.config().components.orchestrator;
+        if off || round == 0 || consulted || !should_consult(&self.state, patience) {
             return Ok(());
         }
-        let names: Vec<&str> = self.mutators.iter().map(|m| m.name()).collect();
+        let names = mutators::NAMES;
         let all: Vec<String> = self.suite.search_tasks().map(|t| t.id.clone()).collect();
         let events = self
             .orchestrator
@@ -203,6 +220,11 @@ impl Search {
     fn should_stop_within_round(&self) -> Option<Stop> {
         if interrupted() {
             return Some(Stop::Interrupted);
+        }
+        if let Some(budget) = self.config().cpu_seconds {
+            if self.state.search_cpu_seconds() >= budget {
+                return Some(Stop::Budget);
+            }
         }
         let hours = self.config().hours?;
         (self.started.elapsed().as_secs_f64() >= hours * 3600.0).then_some(Stop::Hours)
@@ -281,17 +303,26 @@ impl Search {
         let config = self.config();
         let settings = EvaluationSettings {
             problem: self.suite.problem.as_ref(),
-            record: &self.suite.record,
             attempts: config.attempts,
             jobs: self.jobs,
             quality: config.quality,
             cost: config.cost,
             library: &library,
         };
-        let (evaluation, discoveries) = evaluate(self.writer.as_ref(), harness, tasks, &settings)?;
-        for discovery in &discoveries {
-            let path = self.save_discovery(discovery, &hash, node)?;
-            observer.discovery(&path, discovery);
+        let (evaluation, improvements) = evaluate(self.writer.as_ref(), harness, tasks, &settings)?;
+        let direction = self.suite.problem.spec().direction;
+        for improvement in &improvements {
+            if direction.better(&improvement.exact, &self.suite.record) {
+                let path = self.save_discovery(improvement, &hash, node)?;
+                observer.discovery(&path, improvement);
+            }
+            if self
+                .best
+                .as_ref()
+                .is_none_or(|best| direction.better(&improvement.exact, best))
+            {
+                self.save_best(improvement, &hash, node)?;
+            }
         }
         Ok((!interrupted()).then_some(evaluation))
     }
@@ -314,14 +345,35 @@ impl Search {
                 }
             })
             .collect();
-        let stem = format!("{score}-{task}-{harness}");
-        let path = dir.join(format!("{stem}.json"));
-        crate::construction::write_values(&path, &d.values)?;
+        let path = dir.join(format!("{score}-{task}-{harness}.json"));
+        self.write_construction(&path, d, harness, node)?;
+        Ok(path)
+    }
+
+    /// Replaces `best.json` (and its provenance) with `d`, the run's new best construction.
+    fn save_best(&mut self, d: &Discovery, harness: &str, node: &str) -> Result<()> {
+        self.write_construction(&self.dir().join(BEST_FILE), d, harness, node)?;
+        self.best = Some(d.exact.clone());
+        Ok(())
+    }
+
+    /// Writes `d`'s values to `path` and its provenance beside it (`<stem>.provenance.json`).
+    fn write_construction(
+        &self,
+        path: &Path,
+        d: &Discovery,
+        harness: &str,
+        node: &str,
+    ) -> Result<()> {
+        crate::construction::write_values(path, &d.values)?;
+        let start = self.suite.task(&d.task).map(|t| t.start.path.clone());
         let provenance = serde_json::json!({
             "problem": self.suite.problem.slug(),
             "score_exact": decimal_string(&d.exact, 40),
-            "record_beaten": decimal_string(&self.suite.record, 40),
+            "record": decimal_string(&self.suite.record, 40),
+            "beats_record": self.suite.problem.spec().direction.better(&d.exact, &self.suite.record),
             "task": d.task,
+            "start": start,
             "seed": d.seed,
             "node": node,
             "harness": harness,
@@ -329,7 +381,7 @@ impl Search {
             "suite": self.suite.path,
             "found_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         });
-        let provenance_path = dir.join(format!("{stem}.provenance.json"));
+        let provenance_path = path.with_extension("provenance.json");
         std::fs::write(
             &provenance_path,
             serde_json::to_string_pretty(&provenance).expect("JSON"),
@@ -337,8 +389,7 @@ impl Search {
         .map_err(|source| MiloError::Io {
             path: provenance_path,
             source,
-        })?;
-        Ok(path)
+        })
     }
 
     /// Island `island`'s seed node (round 0): a seed harness, admitted by definition.
@@ -373,6 +424,7 @@ impl Search {
                 reason: "seed harness".into(),
             },
             validation: Some(validation),
+            at: Some(unix_seconds()),
         };
         self.harnesses.insert(node.harness.clone(), harness);
         self.record(Record::Node(Box::new(node.clone())))?;
@@ -425,25 +477,37 @@ impl Search {
                 gains: n.evaluation.gains.clone(),
             })
             .collect();
-        let parent = &admitted[select_parent(&candidates, &SelectionParams::default(), &mut rng)?];
+        let parent = &admitted[match config.components.parent_choice {
+            ParentChoice::Pareto => {
+                select_parent(&candidates, &SelectionParams::default(), &mut rng)?
+            }
+            ParentChoice::Best => best_index(&candidates),
+            ParentChoice::Uniform => rng.gen_range(0..candidates.len()),
+        }];
         let co_parent = self.state.islands[island]
             .co_parent
             .as_ref()
             .and_then(|id| self.state.node(id))
             .map(view);
-        let history: Vec<NodeRecord> = self.state.children(island).into_iter().map(view).collect();
+        let memory = config.components.memory;
+        let history: Vec<NodeRecord> = match memory {
+            true => self.state.children(island).into_iter().map(view).collect(),
+            false => Vec::new(),
+        };
+        let forgotten = HashSet::new();
         let mutator_name = self.state.islands[island].mutator.clone();
-        let mutator = self
-            .mutators
-            .iter()
-            .find(|m| m.name() == mutator_name)
+        let mutator = mutators::by_name(&mutator_name)
             .ok_or_else(|| MiloError::Usage(format!("unknown mutator '{mutator_name}'")))?;
         let harness_of = |n: &NodeRecord| &self.harnesses[&n.harness];
         let ctx = MutationContext {
             parent: (parent, harness_of(parent)),
             co_parent: co_parent.as_ref().map(|n| (n, harness_of(n))),
             history: history.iter().map(|n| (n, harness_of(n))).collect(),
-            rejected: &self.state.rejected,
+            rejected: if memory {
+                &self.state.rejected
+            } else {
+                &forgotten
+            },
             seed: rng.gen(),
         };
         let Some(proposal) = mutator.propose(&ctx) else {
@@ -516,6 +580,7 @@ impl Search {
             evaluation,
             verdict,
             validation,
+            at: Some(unix_seconds()),
         };
         self.harnesses.insert(node.harness.clone(), child);
         self.record(Record::Node(Box::new(node.clone())))?;
@@ -533,6 +598,19 @@ impl Search {
         }
         words
     }
+}
+
+/// The candidate with the best quality (ties: the lower cost, then the first).
+fn best_index(candidates: &[Candidate]) -> usize {
+    let mut best = 0;
+    for (i, c) in candidates.iter().enumerate() {
+        let b = &candidates[best].fitness;
+        let f = &c.fitness;
+        if f.quality > b.quality || (f.quality == b.quality && f.cost < b.cost) {
+            best = i;
+        }
+    }
+    best
 }
 
 /// A unified diff of two harness texts.

@@ -4,16 +4,15 @@
 //! before the next step) and `harnesses/<hash>.toml` (every harness, content-addressed). Nodes
 //! form per-island trees; rejected children stay as negative evidence; a node whose co-parent
 //! lives on another island is a graft edge; orchestrator moves are events with their diagnosis.
-//! Reading a lineage back tolerates a torn last line (a run killed mid-write): it is dropped, and
-//! [`JsonlLineage::open`] truncates it so appends continue on a clean line.
+//! Reading a lineage back tolerates a torn last line (see [`crate::records`]).
 
 use super::admission::Verdict;
 use super::evaluation::Evaluation;
 use crate::error::{MiloError, Result};
 use crate::harness::Harness;
+pub use crate::records::read_records;
+use crate::records::AppendLog;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 /// The settings a run started with (the first record; `--resume` reads them back).
@@ -41,6 +40,48 @@ pub struct RunConfig {
     pub writer: String,
     /// The mutator of each island at the start (island i gets `mutators[i % len]`).
     pub mutators: Vec<String>,
+    /// Stop once the search tasks' CPU seconds, summed over nodes, reach this (benchmarks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    /// Which of MILO's components are on (all, unless a benchmark ablates some).
+    #[serde(default)]
+    pub components: Components,
+}
+
+/// How a parent is picked from an island's admitted set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParentChoice {
+    /// Softmax of dominance against behavioural crowding ([`super::selection`]).
+    #[default]
+    Pareto,
+    /// Always the member with the best quality (ties: lower cost): greedy refinement.
+    Best,
+    /// Uniformly at random: a flat archive.
+    Uniform,
+}
+
+/// The parts of MILO a run uses; the default is the full method. The benchmark's ablation
+/// ladder and its greedy baseline switch parts off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Components {
+    /// How parents are picked.
+    pub parent_choice: ParentChoice,
+    /// Whether mutators see the island's history and the rejected harnesses (lineage memory).
+    pub memory: bool,
+    /// Whether the orchestrator is consulted when islands stall.
+    pub orchestrator: bool,
+}
+
+impl Default for Components {
+    fn default() -> Self {
+        Components {
+            parent_choice: ParentChoice::Pareto,
+            memory: true,
+            orchestrator: true,
+        }
+    }
 }
 
 /// One harness tried by the search: where it came from, how it did, and whether it was admitted.
@@ -70,6 +111,9 @@ pub struct NodeRecord {
     pub verdict: Verdict,
     /// Evaluation on the validation tasks, when this node became its island's best.
     pub validation: Option<Evaluation>,
+    /// When the node was recorded (seconds since the Unix epoch; absent in older lineages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<f64>,
 }
 
 impl NodeRecord {
@@ -171,7 +215,7 @@ pub trait LineageStore {
 /// The on-disk lineage store: `lineage.jsonl` plus `harnesses/`.
 pub struct JsonlLineage {
     dir: PathBuf,
-    file: File,
+    log: AppendLog<Record>,
 }
 
 /// Name of the record file in a run directory.
@@ -188,46 +232,28 @@ impl JsonlLineage {
     /// Creates a new run directory's lineage; an error if one already exists there.
     pub fn create(dir: &Path) -> Result<JsonlLineage> {
         std::fs::create_dir_all(dir.join("harnesses")).map_err(io(dir))?;
-        let path = dir.join(LINEAGE_FILE);
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    MiloError::Usage(format!(
-                        "{} already holds a run; resume it with --resume {}",
-                        dir.display(),
-                        dir.display()
-                    ))
-                } else {
-                    io(&path)(e)
-                }
-            })?;
+        let log = AppendLog::create(&dir.join(LINEAGE_FILE))?.ok_or_else(|| {
+            MiloError::Usage(format!(
+                "{} already holds a run; resume it with --resume {}",
+                dir.display(),
+                dir.display()
+            ))
+        })?;
         Ok(JsonlLineage {
             dir: dir.to_path_buf(),
-            file,
+            log,
         })
     }
 
     /// Opens an existing run directory: its records (a torn last line is dropped and cut off the
     /// file) and the store, ready to append.
     pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<Record>)> {
-        let path = dir.join(LINEAGE_FILE);
-        let (records, good_bytes) = read_records(&path)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
-        file.set_len(good_bytes).map_err(io(&path))?;
-        file.sync_all().map_err(io(&path))?;
-        Ok((
-            JsonlLineage {
-                dir: dir.to_path_buf(),
-                file,
-            },
-            records,
-        ))
+        let (log, records) = AppendLog::open(&dir.join(LINEAGE_FILE))?;
+        let lineage = JsonlLineage {
+            dir: dir.to_path_buf(),
+            log,
+        };
+        Ok((lineage, records))
     }
 
     /// The run directory.
@@ -236,51 +262,9 @@ impl JsonlLineage {
     }
 }
 
-/// Reads the records of a lineage file and the byte length of its complete lines. A last line
-/// without its newline, or that does not parse, is a torn write and is dropped; a bad line
-/// before the last is corruption and an error naming the line.
-pub fn read_records(path: &Path) -> Result<(Vec<Record>, u64)> {
-    let file = File::open(path).map_err(io(path))?;
-    let mut reader = BufReader::new(file);
-    let mut records = Vec::new();
-    let mut good = 0u64;
-    let mut line = String::new();
-    let mut number = 0;
-    let mut pending_error: Option<String> = None;
-    loop {
-        line.clear();
-        let read = reader.read_line(&mut line).map_err(io(path))?;
-        if read == 0 {
-            break;
-        }
-        number += 1;
-        if let Some(message) = pending_error.take() {
-            return Err(MiloError::Malformed {
-                path: path.to_path_buf(),
-                message,
-            });
-        }
-        if !line.ends_with('\n') {
-            break;
-        }
-        match serde_json::from_str::<Record>(line.trim_end()) {
-            Ok(record) => {
-                records.push(record);
-                good += read as u64;
-            }
-            Err(e) => pending_error = Some(format!("line {number}: {e}")),
-        }
-    }
-    Ok((records, good))
-}
-
 impl LineageStore for JsonlLineage {
     fn append(&mut self, record: &Record) -> Result<()> {
-        let path = self.dir.join(LINEAGE_FILE);
-        let mut line = serde_json::to_string(record).expect("records serialise to JSON");
-        line.push('\n');
-        self.file.write_all(line.as_bytes()).map_err(io(&path))?;
-        self.file.sync_data().map_err(io(&path))
+        self.log.append(record)
     }
 
     fn put_harness(&mut self, harness: &Harness) -> Result<String> {
@@ -316,6 +300,8 @@ mod tests {
             attempts: 1,
             writer: "builtin".into(),
             mutators: vec!["tuner".into()],
+            cpu_seconds: None,
+            components: Components::default(),
         }
     }
 
@@ -337,7 +323,7 @@ mod tests {
             vec![Record::Started(config()), Record::RoundEnd { round: 1 }]
         );
         store.append(&Record::RoundEnd { round: 2 }).unwrap();
-        let (records, _) = read_records(&path).unwrap();
+        let (records, _) = read_records::<Record>(&path).unwrap();
         assert_eq!(records.len(), 3);
         assert_eq!(records[2], Record::RoundEnd { round: 2 });
     }
@@ -351,7 +337,7 @@ mod tests {
             "{\"record\":\"round_end\",\"round\":1}\nnot json\n{}\n",
         )
         .unwrap();
-        let err = read_records(&path).unwrap_err().to_string();
+        let err = read_records::<Record>(&path).unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(JsonlLineage::create(dir.path()).is_err());
     }

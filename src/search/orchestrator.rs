@@ -615,6 +615,8 @@ mod tests {
                 attempts: 1,
                 writer: "builtin".into(),
                 mutators: POOL.iter().map(|m| m.to_string()).collect(),
+                cpu_seconds: None,
+                components: Default::default(),
             };
             Lineage {
                 records: vec![Record::Started(config)],
@@ -680,6 +682,7 @@ mod tests {
                     reason: if admitted { "admitted" } else { "rejected" }.into(),
                 },
                 validation: validation.map(|q| evaluation(&[q])),
+                at: None,
             })));
             id
         }

@@ -204,6 +204,16 @@ impl SearchState {
         })
     }
 
+    /// CPU seconds the search tasks took, over all nodes (validation not included): what a
+    /// benchmark's CPU budget counts.
+    pub fn search_cpu_seconds(&self) -> f64 {
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.evaluation.tasks)
+            .map(|t| t.cpu_seconds)
+            .sum()
+    }
+
     /// The id the next node gets.
     pub fn next_node_id(&self) -> String {
         format!("n{:04}", self.nodes.len())

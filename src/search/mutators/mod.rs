@@ -8,12 +8,15 @@
 //! - [`structural`]: rewrites of the edit menu, the rules and the control flow;
 //! - [`evidence`]: rules and weights for the dominant failure evidence, steered by which past
 //!   edits were admitted or rejected;
-//! - [`breeder`]: uniform crossover of the parent with a co-parent.
+//! - [`breeder`]: uniform crossover of the parent with a co-parent;
+//! - [`blind`]: a one-shot edit that reads nothing but the parent (benchmark ablation only, not
+//!   in the pool).
 //!
 //! The shared pieces live here: the [`Diagnosis`] of a parent, the domain map from evidence to
 //! the edits that address it ([`addresses`]), and [`fresh`], which retries a mutator's seeded
 //! random edit until the candidate is valid and new.
 
+pub mod blind;
 pub mod breeder;
 pub mod evidence;
 pub mod structural;
@@ -76,6 +79,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Mutator>> {
         "structural" => Some(Box::new(structural::Structural)),
         "evidence" => Some(Box::new(evidence::EvidenceDriven)),
         "breeder" => Some(Box::new(breeder::Breeder)),
+        "blind" => Some(Box::new(blind::Blind)),
         _ => None,
     }
 }
@@ -441,6 +445,7 @@ pub(crate) mod fixtures {
                 reason: if admitted { "grows" } else { "dominated" }.into(),
             },
             validation: None,
+            at: None,
         }
     }
 

@@ -1,0 +1,65 @@
+//! Best-of-N: no search. The seed harnesses take turns; each turn is a fresh sample (the
+//! tasks' seeds re-derived from the run's seed and the sample number; sample 0 uses the tasks'
+//! own seeds, as every other method's seed nodes do). The best candidate is validated.
+
+use super::log::{BaselineLog, StepRecord};
+use super::{Method, RunContext};
+use crate::agent::BuiltinWriter;
+use crate::bench::trajectory::Trajectory;
+use crate::error::Result;
+use crate::harness::seed_harnesses;
+use crate::optimize::interrupted;
+use crate::runner::derive_seed;
+
+/// The Best-of-N baseline.
+pub struct BestOfN;
+
+impl Method for BestOfN {
+    fn name(&self) -> &str {
+        "best-of-n"
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
+        let mut log = BaselineLog::open(ctx.dir)?;
+        let seeds = seed_harnesses();
+        while log.cpu_seconds() < ctx.cpu_seconds {
+            if interrupted() {
+                return Ok(None);
+            }
+            let k = log.steps.len();
+            let (harness, sample) = (&seeds[k % seeds.len()], k / seeds.len());
+            let mut tasks = ctx.search_tasks();
+            if sample > 0 {
+                for task in &mut tasks {
+                    task.seed = derive_seed(derive_seed(task.seed, ctx.seed), sample as u64);
+                }
+            }
+            let evaluation = ctx.evaluate(&BuiltinWriter, harness, &tasks, &[])?;
+            if interrupted() {
+                return Ok(None);
+            }
+            log.step(StepRecord {
+                index: k,
+                island: 0,
+                parent: None,
+                candidate: harness.name.clone(),
+                program: None,
+                origin: format!("sample {sample}"),
+                evaluation,
+                at: 0.0,
+            })?;
+        }
+        if log.validation.is_none() {
+            if let Some(best) = log.best() {
+                let harness = &seeds[best % seeds.len()];
+                let evaluation =
+                    ctx.evaluate(&BuiltinWriter, harness, &ctx.validation_tasks(), &[])?;
+                if interrupted() {
+                    return Ok(None);
+                }
+                log.validation(best, evaluation)?;
+            }
+        }
+        Ok(Some(log.trajectory()))
+    }
+}

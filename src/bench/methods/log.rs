@@ -1,0 +1,139 @@
+//! The record file of a baseline run (`steps.jsonl`): every evaluation it made, and the
+//! validation of its best candidate; a killed run resumes from it.
+
+use super::super::trajectory::{best_candidate, Step, Trajectory};
+use crate::error::Result;
+use crate::records::{unix_seconds, AppendLog};
+use crate::search::evaluation::Evaluation;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Name of the record file in a baseline run's directory.
+pub const STEPS_FILE: &str = "steps.jsonl";
+
+/// One evaluation of a baseline's candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Position in the run, from 0.
+    pub index: usize,
+    /// The island (0 for methods without islands).
+    pub island: usize,
+    /// The parent step, if the candidate was made from one.
+    pub parent: Option<usize>,
+    /// What the candidate is (a harness name, or a program's content hash).
+    pub candidate: String,
+    /// The candidate program as TOML (program-evolving methods).
+    pub program: Option<String>,
+    /// What made it (`seed`, an edit, a sample number).
+    pub origin: String,
+    /// Its evaluation on the search tasks.
+    pub evaluation: Evaluation,
+    /// When it was recorded (seconds since the Unix epoch).
+    pub at: f64,
+}
+
+/// A line of `steps.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum BaselineRecord {
+    /// An evaluation.
+    Step(Box<StepRecord>),
+    /// The validation of the best candidate (after the budget is spent).
+    Validation {
+        /// The validated step.
+        step: usize,
+        /// Its evaluation on the validation tasks.
+        evaluation: Evaluation,
+    },
+}
+
+/// A baseline run's records, open for appending.
+pub struct BaselineLog {
+    log: AppendLog<BaselineRecord>,
+    /// The steps so far.
+    pub steps: Vec<StepRecord>,
+    /// The validation, once made.
+    pub validation: Option<(usize, Evaluation)>,
+}
+
+impl BaselineLog {
+    /// Opens the run's records in `dir`, creating them if new.
+    pub fn open(dir: &Path) -> Result<BaselineLog> {
+        let path = dir.join(STEPS_FILE);
+        let (log, records) = match AppendLog::create(&path)? {
+            Some(log) => (log, Vec::new()),
+            None => AppendLog::open(&path)?,
+        };
+        let mut opened = BaselineLog {
+            log,
+            steps: Vec::new(),
+            validation: None,
+        };
+        for record in records {
+            opened.apply(record);
+        }
+        Ok(opened)
+    }
+
+    fn apply(&mut self, record: BaselineRecord) {
+        match record {
+            BaselineRecord::Step(step) => self.steps.push(*step),
+            BaselineRecord::Validation { step, evaluation } => {
+                self.validation = Some((step, evaluation))
+            }
+        }
+    }
+
+    /// Records a step (its index and time are filled in here).
+    pub fn step(&mut self, mut step: StepRecord) -> Result<()> {
+        step.index = self.steps.len();
+        step.at = unix_seconds();
+        let record = BaselineRecord::Step(Box::new(step));
+        self.log.append(&record)?;
+        self.apply(record);
+        Ok(())
+    }
+
+    /// Records the validation of step `step`.
+    pub fn validation(&mut self, step: usize, evaluation: Evaluation) -> Result<()> {
+        let record = BaselineRecord::Validation { step, evaluation };
+        self.log.append(&record)?;
+        self.apply(record);
+        Ok(())
+    }
+
+    /// CPU seconds the search tasks took so far.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.evaluation.tasks)
+            .map(|t| t.cpu_seconds)
+            .sum()
+    }
+
+    /// The step whose candidate is validated: the best by quality, then cost.
+    pub fn best(&self) -> Option<usize> {
+        best_candidate(self.steps.iter().map(|s| &s.evaluation))
+    }
+
+    /// The run as the benchmark sees it (its start time is the benchmark's to fill in).
+    pub fn trajectory(&self) -> Trajectory {
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| Step {
+                evaluation: s.evaluation.clone(),
+                validation: self
+                    .validation
+                    .as_ref()
+                    .filter(|(i, _)| *i == s.index)
+                    .map(|(_, v)| v.clone()),
+                at: Some(s.at),
+            })
+            .collect();
+        Trajectory {
+            started_at: 0.0,
+            steps,
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The methods a benchmark compares, one small file each, all in the same engine (the same
+//! tasks, the same agents, the same CPU budget):
+//!
+//! - [`best_of_n`]: the seed harnesses, resampled with fresh task seeds, no search;
+//! - [`alphaevolve`]: an AlphaEvolve/OpenEvolve-style search that evolves optimizer programs
+//!   directly with one fixed mutator, fixed islands, periodic migration, survivors only;
+//! - [`search`]: MILO and the variants with parts switched off: greedy refinement and the
+//!   ablation ladder A–E (`ladder-e` is full MILO, also called `milo`).
+//!
+//! A method runs in its own directory and resumes from its records there.
+
+pub mod alphaevolve;
+pub mod best_of_n;
+pub mod log;
+pub mod search;
+
+use super::trajectory::Trajectory;
+use crate::agent::OptimizerWriter;
+use crate::error::Result;
+use crate::harness::Harness;
+use crate::program::Program;
+use crate::search::evaluation::{evaluate, CostMeasure, Evaluation, EvaluationSettings, Quality};
+use crate::suite::{Suite, Task};
+use std::path::Path;
+
+/// What one run of a method is given.
+pub struct RunContext<'a> {
+    /// The suite (its search tasks are searched on, its validation tasks held out).
+    pub suite: &'a Suite,
+    /// The run's directory (created; may hold the records of an interrupted run).
+    pub dir: &'a Path,
+    /// The run's seed.
+    pub seed: u64,
+    /// CPU seconds of search-task evaluation the run may spend (the last evaluation may overrun).
+    pub cpu_seconds: f64,
+    /// Threads.
+    pub jobs: usize,
+    /// Quality aggregation.
+    pub quality: Quality,
+    /// Cost measure.
+    pub cost: CostMeasure,
+}
+
+impl RunContext<'_> {
+    /// Evaluates `harness` under `writer` on `tasks` (no library of earlier programs).
+    pub fn evaluate(
+        &self,
+        writer: &dyn OptimizerWriter,
+        harness: &Harness,
+        tasks: &[Task],
+        library: &[Program],
+    ) -> Result<Evaluation> {
+        let refs: Vec<&Task> = tasks.iter().collect();
+        let settings = EvaluationSettings {
+            problem: self.suite.problem.as_ref(),
+            attempts: 1,
+            jobs: self.jobs,
+            quality: self.quality,
+            cost: self.cost,
+            library,
+        };
+        Ok(evaluate(writer, harness, &refs, &settings)?.0)
+    }
+
+    /// The suite's search tasks.
+    pub fn search_tasks(&self) -> Vec<Task> {
+        self.suite.search_tasks().cloned().collect()
+    }
+
+    /// The suite's validation tasks.
+    pub fn validation_tasks(&self) -> Vec<Task> {
+        self.suite.validation_tasks().cloned().collect()
+    }
+}
+
+/// A search strategy under benchmark.
+pub trait Method: Send + Sync {
+    /// The method's name (as given to `--methods`).
+    fn name(&self) -> &str;
+
+    /// Runs (or resumes) the method until its CPU budget is spent; `None` when Ctrl-C cut it
+    /// short (what was done is recorded, and running it again resumes).
+    fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>>;
+}
+
+/// Names of the built-in methods (`ladder-e` is also accepted as `milo`'s name).
+pub const NAMES: [&str; 8] = [
+    "best-of-n",
+    "greedy",
+    "alphaevolve",
+    "ladder-a",
+    "ladder-b",
+    "ladder-c",
+    "ladder-d",
+    "milo",
+];
+
+/// The method called `name`.
+pub fn by_name(name: &str) -> Option<Box<dyn Method>> {
+    match name {
+        "best-of-n" => Some(Box::new(best_of_n::BestOfN)),
+        "alphaevolve" => Some(Box::new(alphaevolve::ProgramEvolution::default())),
+        _ => search::variant(name).map(|m| Box::new(m) as Box<dyn Method>),
+    }
+}

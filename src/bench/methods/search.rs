@@ -1,0 +1,131 @@
+//! MILO and its ablations, run by the search engine itself with parts switched off:
+//!
+//! | method | islands | mutators | parents | lineage memory | orchestrator |
+//! |---|---|---|---|---|---|
+//! | `greedy` | 1 | evidence | always the best | yes | no |
+//! | `ladder-a` | 1 | blind (one-shot) | uniform (flat archive) | no | no |
+//! | `ladder-b` | 1 | evidence | uniform (flat archive) | no | no |
+//! | `ladder-c` | 1 | evidence | Pareto/crowding | yes | no |
+//! | `ladder-d` | 3 | the pool | Pareto/crowding | yes | no |
+//! | `ladder-e` = `milo` | 3 | the pool | Pareto/crowding | yes | yes |
+
+use super::super::trajectory::{Step, Trajectory};
+use super::{Method, RunContext};
+use crate::error::Result;
+use crate::search::evolve::{Search, SearchObserver, Stop};
+use crate::search::lineage::{Components, ParentChoice, RunConfig, LINEAGE_FILE};
+use crate::search::mutators;
+
+/// Islands of the island rungs (as `milo evolve`'s default).
+const ISLANDS: usize = 3;
+
+/// Rounds without a validation gain before the orchestrator is consulted (as `milo evolve`).
+const PATIENCE: usize = 3;
+
+/// A configuration of the MILO search.
+pub struct SearchVariant {
+    name: &'static str,
+    islands: usize,
+    mutators: Vec<&'static str>,
+    components: Components,
+}
+
+/// The variant called `name` (`milo` and `ladder-e` are the full method).
+pub fn variant(name: &str) -> Option<SearchVariant> {
+    let off = |parent_choice, memory| Components {
+        parent_choice,
+        memory,
+        orchestrator: false,
+    };
+    let (name, islands, mutators, components) = match name {
+        "greedy" => ("greedy", 1, vec!["evidence"], off(ParentChoice::Best, true)),
+        "ladder-a" => (
+            "ladder-a",
+            1,
+            vec!["blind"],
+            off(ParentChoice::Uniform, false),
+        ),
+        "ladder-b" => (
+            "ladder-b",
+            1,
+            vec!["evidence"],
+            off(ParentChoice::Uniform, false),
+        ),
+        "ladder-c" => (
+            "ladder-c",
+            1,
+            vec!["evidence"],
+            off(ParentChoice::Pareto, true),
+        ),
+        "ladder-d" => (
+            "ladder-d",
+            ISLANDS,
+            mutators::NAMES.to_vec(),
+            off(ParentChoice::Pareto, true),
+        ),
+        "ladder-e" | "milo" => (
+            "milo",
+            ISLANDS,
+            mutators::NAMES.to_vec(),
+            Components::default(),
+        ),
+        _ => return None,
+    };
+    Some(SearchVariant {
+        name,
+        islands,
+        mutators,
+        components,
+    })
+}
+
+/// The search reports nothing live during a benchmark.
+struct Quiet;
+
+impl SearchObserver for Quiet {}
+
+impl Method for SearchVariant {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
+        let mut search = if ctx.dir.join(LINEAGE_FILE).exists() {
+            Search::resume(ctx.dir, ctx.jobs)?
+        } else {
+            let config = RunConfig {
+                suite: ctx.suite.path.clone(),
+                islands: self.islands,
+                rounds: None,
+                hours: None,
+                seed: ctx.seed,
+                patience: PATIENCE,
+                quality: ctx.quality,
+                cost: ctx.cost,
+                attempts: 1,
+                writer: "builtin".into(),
+                mutators: self.mutators.iter().map(|m| m.to_string()).collect(),
+                cpu_seconds: Some(ctx.cpu_seconds),
+                components: self.components,
+            };
+            Search::start(ctx.dir, config, ctx.jobs)?
+        };
+        if search.run(&mut Quiet)? == Stop::Interrupted {
+            return Ok(None);
+        }
+        let steps = search
+            .state()
+            .nodes
+            .iter()
+            .map(|node| Step {
+                evaluation: node.evaluation.clone(),
+                validation: node.validation.clone(),
+                at: node.at,
+            })
+            .collect();
+        Ok(Some(Trajectory {
+            started_at: 0.0,
+            steps,
+        }))
+    }
+}

@@ -1,0 +1,295 @@
+//! Benchmarks of search strategies: every method runs K times (and K more with fresh seeds)
+//! on the same suite under the same CPU budget, in the same engine; the results are the mean
+//! and 95% interval per method, the null band, the pairwise verdicts and the ladder of known
+//! values, written as `results.json`, `results.md`, `methods.csv` and `runs.csv`.
+//!
+//! A benchmark directory holds `bench.json` (its settings) and `runs/<method>/<batch>-seed-<s>/`
+//! (each run's own records, plus `summary.json` once it finished). Running it again resumes:
+//! finished runs are read back, an interrupted one resumes from its records.
+//!
+//! - [`methods`]: the strategies, one file each; [`trajectory`]: a run as a sequence of steps;
+//! - [`analysis`]: intervals, null bands, verdicts, ladder; [`table`]: Markdown and CSV;
+//! - [`results`]: what `results.json` holds (what `milo report` draws).
+
+pub mod analysis;
+pub mod methods;
+pub mod results;
+pub mod table;
+pub mod trajectory;
+
+use crate::error::{MiloError, Result};
+use crate::exact::rational::to_f64;
+use crate::records::unix_seconds;
+use crate::search::evaluation::Quality;
+use crate::search::evolve::default_cost_measure;
+use crate::suite::Suite;
+use results::{Batch, BenchResults, RunSummary};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use trajectory::RunLabel;
+
+/// A benchmark's settings (`bench.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    /// The suite file (absolute).
+    pub suite: PathBuf,
+    /// Method names, in order.
+    pub methods: Vec<String>,
+    /// Seeds of the first batch.
+    pub seeds: Vec<u64>,
+    /// Seeds of the re-run batch (fresh, disjoint from `seeds`; empty: no re-run).
+    pub rerun_seeds: Vec<u64>,
+    /// CPU seconds of search-task evaluation per run.
+    pub cpu_seconds: f64,
+    /// Quality aggregation.
+    pub quality: Quality,
+}
+
+/// Name of the settings file.
+pub const CONFIG_FILE: &str = "bench.json";
+/// Name of the results file.
+pub const RESULTS_FILE: &str = "results.json";
+/// Name of a finished run's summary.
+pub const SUMMARY_FILE: &str = "summary.json";
+/// Name of the file holding a run's start time.
+const STARTED_FILE: &str = "started.json";
+
+/// One run of the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedRun {
+    /// The method.
+    pub method: String,
+    /// The seed.
+    pub seed: u64,
+    /// The batch.
+    pub batch: Batch,
+}
+
+impl PlannedRun {
+    /// Its directory, relative to the benchmark's.
+    pub fn dir(&self) -> String {
+        format!(
+            "runs/{}/{}-seed-{}",
+            self.method,
+            self.batch.as_str(),
+            self.seed
+        )
+    }
+}
+
+/// Hooks for a live display.
+pub trait BenchObserver {
+    /// A run is about to start (or resume); `index` counts from 1 up to `total`.
+    fn starting(&mut self, _run: &PlannedRun, _index: usize, _total: usize) {}
+    /// A run finished (or was read back finished).
+    fn finished(&mut self, _summary: &RunSummary, _resumed: bool) {}
+}
+
+/// A benchmark: its directory, settings and suite.
+pub struct Bench {
+    dir: PathBuf,
+    config: BenchConfig,
+    suite: Suite,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `value` as pretty JSON to `path` through a temporary file (never half-written).
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let partial = path.with_extension("json.partial");
+    let text = serde_json::to_string_pretty(value).expect("benchmark records serialise");
+    std::fs::write(&partial, text).map_err(io(&partial))?;
+    std::fs::rename(&partial, path).map_err(io(path))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+fn write_text(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(io(path))
+}
+
+impl Bench {
+    /// Starts a new benchmark in `dir` (which must not hold one).
+    pub fn start(dir: &Path, config: BenchConfig) -> Result<Bench> {
+        for name in &config.methods {
+            if methods::by_name(name).is_none() {
+                return Err(MiloError::Usage(format!(
+                    "unknown method '{name}'; known: {}",
+                    methods::NAMES.join(", ")
+                )));
+            }
+        }
+        let path = dir.join(CONFIG_FILE);
+        if path.exists() {
+            return Err(MiloError::Usage(format!(
+                "{} already holds a benchmark; resume it with --resume {}",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        let suite = Suite::load(&config.suite)?;
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        write_json(&path, &config)?;
+        Ok(Bench {
+            dir: dir.to_path_buf(),
+            config,
+            suite,
+        })
+    }
+
+    /// Resumes the benchmark in `dir`.
+    pub fn resume(dir: &Path) -> Result<Bench> {
+        let config: BenchConfig = read_json(&dir.join(CONFIG_FILE))?;
+        let suite = Suite::load(&config.suite)?;
+        Ok(Bench {
+            dir: dir.to_path_buf(),
+            config,
+            suite,
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &BenchConfig {
+        &self.config
+    }
+
+    /// The suite.
+    pub fn suite(&self) -> &Suite {
+        &self.suite
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every run, first batch then re-run, seed by seed, each seed running every method (so
+    /// a cut-short benchmark has comparable runs of all methods).
+    pub fn plan(&self) -> Vec<PlannedRun> {
+        let batches = [
+            (Batch::First, &self.config.seeds),
+            (Batch::Rerun, &self.config.rerun_seeds),
+        ];
+        let mut plan = Vec::new();
+        for (batch, seeds) in batches {
+            for &seed in seeds {
+                for method in &self.config.methods {
+                    plan.push(PlannedRun {
+                        method: method.clone(),
+                        seed,
+                        batch,
+                    });
+                }
+            }
+        }
+        plan
+    }
+
+    /// Runs every run not yet finished, then analyses all of them and writes the results;
+    /// `None` when Ctrl-C stopped it (running it again resumes).
+    pub fn run(
+        &self,
+        jobs: usize,
+        observer: &mut dyn BenchObserver,
+    ) -> Result<Option<BenchResults>> {
+        let plan = self.plan();
+        let mut summaries = Vec::with_capacity(plan.len());
+        for (i, planned) in plan.iter().enumerate() {
+            let dir = self.dir.join(planned.dir());
+            let summary_path = dir.join(SUMMARY_FILE);
+            if summary_path.exists() {
+                let summary: RunSummary = read_json(&summary_path)?;
+                observer.finished(&summary, true);
+                summaries.push(summary);
+                continue;
+            }
+            observer.starting(planned, i + 1, plan.len());
+            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            let started_path = dir.join(STARTED_FILE);
+            let started_at: f64 = if started_path.exists() {
+                read_json(&started_path)?
+            } else {
+                let now = unix_seconds();
+                write_json(&started_path, &now)?;
+                now
+            };
+            let method = methods::by_name(&planned.method).expect("checked at the start");
+            let ctx = methods::RunContext {
+                suite: &self.suite,
+                dir: &dir,
+                seed: planned.seed,
+                cpu_seconds: self.config.cpu_seconds,
+                jobs,
+                quality: self.config.quality,
+                cost: default_cost_measure(&self.suite),
+            };
+            let Some(mut trajectory) = method.run(&ctx)? else {
+                return Ok(None);
+            };
+            trajectory.started_at = started_at;
+            let label = RunLabel {
+                method: planned.method.clone(),
+                seed: planned.seed,
+                batch: planned.batch,
+                dir: planned.dir(),
+            };
+            let direction = self.suite.problem.spec().direction;
+            let summary = trajectory::summarise(label, &trajectory, direction);
+            write_json(&summary_path, &summary)?;
+            observer.finished(&summary, false);
+            summaries.push(summary);
+        }
+        let results = analysis::analyse(&self.context(), summaries);
+        write_json(&self.dir.join(RESULTS_FILE), &results)?;
+        write_text(&self.dir.join("results.md"), &table::markdown(&results))?;
+        write_text(&self.dir.join("methods.csv"), &table::methods_csv(&results))?;
+        write_text(&self.dir.join("runs.csv"), &table::runs_csv(&results))?;
+        Ok(Some(results))
+    }
+
+    /// What the analysis needs beyond the runs: the problem, its known values.
+    fn context(&self) -> analysis::Context<'_> {
+        let problem = self.suite.problem.as_ref();
+        let spec = problem.spec();
+        let mut known: Vec<(String, f64)> = spec
+            .records
+            .iter()
+            .map(|r| (format!("{} ({})", r.holder, r.date), r.value))
+            .collect();
+        for start in &self.suite.starts {
+            known.push((
+                format!("frozen start: {} ({})", start.label, start.split.as_str()),
+                to_f64(&start.exact),
+            ));
+        }
+        let best = self.suite.best_start();
+        known.push((
+            format!("best frozen start ({})", best.label),
+            to_f64(&best.exact),
+        ));
+        analysis::Context {
+            problem: problem.slug(),
+            direction: spec.direction,
+            suite: self.config.suite.display().to_string(),
+            cpu_seconds: self.config.cpu_seconds,
+            arena_first: spec
+                .records
+                .iter()
+                .find(|r| r.holder == "arena #1")
+                .map(|r| r.value),
+            known,
+            methods: &self.config.methods,
+        }
+    }
+}

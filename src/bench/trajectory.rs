@@ -1,0 +1,122 @@
+//! A run as the benchmark sees it, whatever the method: the evaluations it made in order (search
+//! tasks, with their CPU time and when they were recorded) and the validation of its best
+//! candidate; [`summarise`] turns it into a [`RunSummary`] with its best-so-far curve.
+
+use super::results::{Batch, CurvePoint, RunSummary};
+use crate::problems::Direction;
+use crate::search::evaluation::{Evaluation, TaskResult};
+
+/// One evaluation of a candidate (a harness or a program) on the search tasks.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The evaluation.
+    pub evaluation: Evaluation,
+    /// Its validation, if the candidate was validated.
+    pub validation: Option<Evaluation>,
+    /// When it was recorded (seconds since the Unix epoch), if known.
+    pub at: Option<f64>,
+}
+
+/// A method's run: its steps in order.
+#[derive(Clone, Debug, Default)]
+pub struct Trajectory {
+    /// When the run started (seconds since the Unix epoch).
+    pub started_at: f64,
+    /// Every step.
+    pub steps: Vec<Step>,
+}
+
+/// What identifies a run in a benchmark.
+#[derive(Clone, Debug)]
+pub struct RunLabel {
+    /// The method.
+    pub method: String,
+    /// The seed.
+    pub seed: u64,
+    /// The batch.
+    pub batch: Batch,
+    /// The run's directory relative to the benchmark's.
+    pub dir: String,
+}
+
+/// The float value of an exact decimal string (as stored in task results).
+fn value(decimal: &str) -> f64 {
+    decimal.parse().unwrap_or(f64::NAN)
+}
+
+/// The best result of `tasks` in `direction`, as (exact string, float); `start` compares the
+/// starts instead of the ends.
+fn best_of<'a>(
+    tasks: impl Iterator<Item = &'a TaskResult>,
+    direction: Direction,
+    start: bool,
+) -> Option<(String, f64)> {
+    tasks
+        .map(|t| {
+            let exact = if start { &t.start_exact } else { &t.end_exact };
+            (exact.clone(), value(exact))
+        })
+        .reduce(|a, b| if direction.better(&b.1, &a.1) { b } else { a })
+}
+
+/// The index of the best candidate: the best quality (ties: the lower cost, then the earlier).
+/// Its validation is the run's validation result.
+pub fn best_candidate<'a>(evaluations: impl Iterator<Item = &'a Evaluation>) -> Option<usize> {
+    evaluations
+        .enumerate()
+        .reduce(|(i, a), (j, b)| {
+            let (x, y) = (a.fitness, b.fitness);
+            if y.quality > x.quality || (y.quality == x.quality && y.cost < x.cost) {
+                (j, b)
+            } else {
+                (i, a)
+            }
+        })
+        .map(|(i, _)| i)
+}
+
+/// The run's summary: the best verified search score over all steps, the quality of the best
+/// candidate and its validation, and the best-so-far curve against CPU and wall seconds.
+pub fn summarise(label: RunLabel, trajectory: &Trajectory, direction: Direction) -> RunSummary {
+    let all = || trajectory.steps.iter().flat_map(|s| &s.evaluation.tasks);
+    let mut best = best_of(all(), direction, true).unwrap_or((String::new(), f64::NAN));
+    let (mut cpu, mut curve) = (0.0, Vec::with_capacity(trajectory.steps.len()));
+    for step in &trajectory.steps {
+        cpu += step
+            .evaluation
+            .tasks
+            .iter()
+            .map(|t| t.cpu_seconds)
+            .sum::<f64>();
+        if let Some(found) = best_of(step.evaluation.tasks.iter(), direction, false) {
+            if direction.better(&found.1, &best.1) || best.1.is_nan() {
+                best = found;
+            }
+        }
+        curve.push(CurvePoint {
+            cpu_seconds: cpu,
+            wall_seconds: step.at.map_or(0.0, |at| at - trajectory.started_at),
+            best: best.1,
+        });
+    }
+    let chosen = best_candidate(trajectory.steps.iter().map(|s| &s.evaluation))
+        .map(|i| &trajectory.steps[i]);
+    let validation = chosen.and_then(|s| s.validation.as_ref());
+    let validation_best = validation.and_then(|v| best_of(v.tasks.iter(), direction, false));
+    RunSummary {
+        method: label.method,
+        seed: label.seed,
+        batch: label.batch,
+        dir: label.dir,
+        cpu_seconds: cpu,
+        wall_seconds: curve.last().map_or(0.0, |p| p.wall_seconds),
+        steps: trajectory.steps.len(),
+        best_exact: best.0,
+        best: best.1,
+        quality: chosen.map_or(0.0, |s| s.evaluation.fitness.quality),
+        validation_best_exact: validation_best.as_ref().map(|b| b.0.clone()),
+        validation_best: validation_best.map(|b| b.1),
+        validation_quality: validation.map(|v| v.fitness.quality),
+        curve,
+    }
+}

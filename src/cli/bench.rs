@@ -1,0 +1,148 @@
+//! `milo bench`: run search methods against each other on a suite at equal CPU budget.
+
+use crate::bench::results::RunSummary;
+use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
+use crate::error::{MiloError, Result, EXIT_OK};
+use crate::optimize::interrupt;
+use crate::search::evaluation::Quality;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `milo bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The task suite.
+    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    suite: Option<PathBuf>,
+    /// Methods, comma-separated: best-of-n, greedy, alphaevolve, ladder-a … ladder-d, milo
+    /// (= ladder-e).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "best-of-n,alphaevolve,milo"
+    )]
+    methods: Vec<String>,
+    /// Runs per method in the first batch (seeds 1..=K); the re-run uses K fresh seeds.
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// CPU seconds of search-task evaluation per run.
+    #[arg(long, value_name = "SECONDS")]
+    budget: Option<f64>,
+    /// Skip the re-run batch with fresh seeds (verdicts then say "not re-run").
+    #[arg(long)]
+    no_rerun: bool,
+    /// Quality aggregation over tasks.
+    #[arg(long, value_enum, default_value_t = Quality::Best)]
+    quality: Quality,
+    /// Threads per run.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Benchmark directory (default: runs/bench-<time>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Resume the benchmark in DIR with its own settings.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "out"])]
+    resume: Option<PathBuf>,
+}
+
+/// Runs `milo bench`.
+pub fn run(args: &BenchArgs) -> Result<i32> {
+    if args.jobs == 0 {
+        return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    }
+    let bench = match &args.resume {
+        Some(dir) => Bench::resume(dir)?,
+        None => start(args)?,
+    };
+    let _ = ctrlc::set_handler(interrupt);
+    let config = bench.config();
+    eprintln!(
+        "milo: benchmarking {} on suite '{}' ({}), {} + {} seeds each, {} CPU seconds per run, \
+         in {}; Ctrl-C stops, --resume {} continues",
+        config.methods.join(", "),
+        bench.suite().name,
+        bench.suite().problem.slug(),
+        config.seeds.len(),
+        config.rerun_seeds.len(),
+        config.cpu_seconds,
+        bench.dir().display(),
+        bench.dir().display(),
+    );
+    let Some(results) = bench.run(args.jobs, &mut Display)? else {
+        eprintln!(
+            "milo: interrupted; resume with: milo bench --resume {}",
+            bench.dir().display()
+        );
+        return Ok(EXIT_OK);
+    };
+    println!("{}", table::markdown(&results));
+    eprintln!(
+        "milo: results in {} (results.md, methods.csv, runs.csv, results.json); \
+         draw them with: milo report {}",
+        bench.dir().display(),
+        bench.dir().display()
+    );
+    Ok(EXIT_OK)
+}
+
+fn start(args: &BenchArgs) -> Result<Bench> {
+    let suite = args.suite.clone().expect("clap requires --suite");
+    let Some(budget) = args.budget else {
+        return Err(MiloError::Usage("--budget SECONDS is required".into()));
+    };
+    if !(budget.is_finite() && budget > 0.0) {
+        return Err(MiloError::Usage(format!(
+            "--budget must be a positive number of CPU seconds, got {budget}"
+        )));
+    }
+    if args.seeds == 0 {
+        return Err(MiloError::Usage("--seeds must be at least 1".into()));
+    }
+    let k = args.seeds;
+    let config = BenchConfig {
+        suite: std::path::absolute(&suite).unwrap_or(suite),
+        methods: args.methods.clone(),
+        seeds: (1..=k).collect(),
+        rerun_seeds: if args.no_rerun {
+            vec![]
+        } else {
+            (k + 1..=2 * k).collect()
+        },
+        cpu_seconds: budget,
+        quality: args.quality,
+    };
+    let dir = args.out.clone().unwrap_or_else(|| {
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        PathBuf::from("runs").join(format!("bench-{}", now.replace(':', "-")))
+    });
+    Bench::start(&dir, config)
+}
+
+/// One line per run on standard error.
+struct Display;
+
+impl BenchObserver for Display {
+    fn starting(&mut self, run: &PlannedRun, index: usize, total: usize) {
+        eprintln!(
+            "[{index}/{total}] {} seed {} ({} batch)…",
+            run.method,
+            run.seed,
+            run.batch.as_str()
+        );
+    }
+
+    fn finished(&mut self, s: &RunSummary, resumed: bool) {
+        eprintln!(
+            "  {} seed {} ({}): best {} (quality {}), {} steps, {:.1} CPU s, {:.1} s{}",
+            s.method,
+            s.seed,
+            s.batch.as_str(),
+            table::score(s.best),
+            table::quality(s.quality),
+            s.steps,
+            s.cpu_seconds,
+            s.wall_seconds,
+            if resumed { " (finished earlier)" } else { "" }
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Append-only JSON-lines record files: how runs keep what they did so a killed run resumes.
+//!
+//! Every record is one line, appended and synced before the caller goes on. Reading back
+//! tolerates a torn last line (a run killed mid-write): it is dropped, and [`AppendLog::open`]
+//! cuts it off the file so appends continue on a clean line. A bad line before the last is
+//! corruption, reported with its line number.
+
+use crate::error::{MiloError, Result};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+/// An open record file, appending records of type `T`.
+pub struct AppendLog<T> {
+    path: PathBuf,
+    file: File,
+    records: PhantomData<T>,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> AppendLog<T> {
+    /// Creates the file; `None` when it already exists (the caller says what to do instead).
+    pub fn create(path: &Path) -> Result<Option<AppendLog<T>>> {
+        match OpenOptions::new().create_new(true).append(true).open(path) {
+            Ok(file) => Ok(Some(AppendLog {
+                path: path.to_path_buf(),
+                file,
+                records: PhantomData,
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(io(path)(e)),
+        }
+    }
+
+    /// Opens an existing file: its records (a torn last line dropped and cut off) and the log,
+    /// ready to append.
+    pub fn open(path: &Path) -> Result<(AppendLog<T>, Vec<T>)> {
+        let (records, good_bytes) = read_records(path)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io(path))?;
+        file.set_len(good_bytes).map_err(io(path))?;
+        file.sync_all().map_err(io(path))?;
+        let log = AppendLog {
+            path: path.to_path_buf(),
+            file,
+            records: PhantomData,
+        };
+        Ok((log, records))
+    }
+
+    /// Appends a record durably (it survives a kill right after this returns).
+    pub fn append(&mut self, record: &T) -> Result<()> {
+        let mut line = serde_json::to_string(record).expect("records serialise to JSON");
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(io(&self.path))?;
+        self.file.sync_data().map_err(io(&self.path))
+    }
+}
+
+/// Reads the records of a file and the byte length of its complete lines. A last line without
+/// its newline, or that does not parse, is a torn write and is dropped; a bad line before the
+/// last is corruption and an error naming the line.
+pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
+    let file = File::open(path).map_err(io(path))?;
+    let mut reader = BufReader::new(file);
+    let mut records = Vec::new();
+    let mut good = 0u64;
+    let mut line = String::new();
+    let mut number = 0;
+    let mut pending_error: Option<String> = None;
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).map_err(io(path))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if let Some(message) = pending_error.take() {
+            return Err(MiloError::Malformed {
+                path: path.to_path_buf(),
+                message,
+            });
+        }
+        if !line.ends_with('\n') {
+            break;
+        }
+        match serde_json::from_str::<T>(line.trim_end()) {
+            Ok(record) => {
+                records.push(record);
+                good += read as u64;
+            }
+            Err(e) => pending_error = Some(format!("line {number}: {e}")),
+        }
+    }
+    Ok((records, good))
+}
+
+/// Seconds since the Unix epoch, now: the timestamp records carry.
+pub fn unix_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

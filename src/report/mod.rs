@@ -1,0 +1,57 @@
+//! `milo report`: an HTML page with figures (PNG, linking to SVG) and tables for a search run
+//! directory (it holds `lineage.jsonl`) or a benchmark directory (it holds `results.json`).
+//!
+//! One file per kind of figure: [`lineage_tree`], [`progress`] (best so far), [`construction`]
+//! (the best construction and its lags), [`bench`] (a benchmark's curves and tables); [`run`]
+//! assembles a run's page, [`html`] writes pages, [`plot`] saves figures.
+
+pub mod bench;
+pub mod construction;
+pub mod html;
+pub mod lineage_tree;
+pub mod plot;
+pub mod progress;
+pub mod run;
+
+use crate::error::{MiloError, Result};
+use crate::search::lineage::LINEAGE_FILE;
+use std::path::{Path, PathBuf};
+
+/// Name of the page in the output directory.
+pub const INDEX_FILE: &str = "index.html";
+
+/// Writes the report of `dir` (a run or a benchmark directory) into `out` and returns the path
+/// of its page.
+pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(MiloError::Usage(format!(
+            "{} is not a directory (expected a run directory with {LINEAGE_FILE} or a \
+             benchmark directory with {})",
+            dir.display(),
+            bench::RESULTS_FILE
+        )));
+    }
+    let is_run = dir.join(LINEAGE_FILE).is_file();
+    if !is_run && !dir.join(bench::RESULTS_FILE).is_file() {
+        return Err(MiloError::Usage(format!(
+            "{} holds neither {LINEAGE_FILE} (a search run) nor {} (a benchmark)",
+            dir.display(),
+            bench::RESULTS_FILE
+        )));
+    }
+    std::fs::create_dir_all(out).map_err(|source| MiloError::Io {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let page = if is_run {
+        run::run_page(dir, out)?
+    } else {
+        bench::bench_page(dir, out)?
+    };
+    let index = out.join(INDEX_FILE);
+    std::fs::write(&index, page.render()).map_err(|source| MiloError::Io {
+        path: index.clone(),
+        source,
+    })?;
+    Ok(index)
+}

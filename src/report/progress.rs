@@ -1,0 +1,69 @@
+//! Figure: best-so-far score against round or time, as a step curve, with the arena's #1 as a
+//! horizontal line.
+
+use super::plot::{colour, padded, steps, Drawn, Figure, FONT};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// A best-so-far curve.
+pub struct Progress {
+    /// The figure's title.
+    pub title: String,
+    /// What x measures.
+    pub x_desc: String,
+    /// `(x, best so far)`, x increasing.
+    pub points: Vec<(f64, f64)>,
+    /// The arena's #1 score, when the problem file lists one.
+    pub arena_first: Option<f64>,
+}
+
+impl Figure for Progress {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        let x_end = self.points.last().map_or(1.0, |p| p.0);
+        let x_range = padded(self.points.iter().map(|p| p.0).chain([0.0, x_end]));
+        let y_range = padded(self.points.iter().map(|p| p.1).chain(self.arena_first));
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(110)
+            .build_cartesian_2d(x_range.clone(), y_range)?;
+        chart
+            .configure_mesh()
+            .x_desc(self.x_desc.as_str())
+            .y_desc("best score")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .draw()?;
+        chart
+            .draw_series(LineSeries::new(
+                steps(&self.points, x_end),
+                colour(0).stroke_width(2),
+            ))?
+            .label("best so far")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour(0)));
+        chart.draw_series(
+            self.points
+                .iter()
+                .map(|&p| Circle::new(p, 3, colour(0).filled())),
+        )?;
+        if let Some(first) = self.arena_first {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x_range.start, first), (x_range.end, first)],
+                    8,
+                    5,
+                    RED.stroke_width(2),
+                ))?
+                .label(format!("arena #1 ({first})"))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 12))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+    }
+}
