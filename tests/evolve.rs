@@ -4,51 +4,11 @@
 
 mod common;
 
-use common::milo;
+use common::{milo, tiny_suite};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Writes a small third-problem suite with three starts (one held out) into `dir`.
-fn tiny_suite(dir: &Path) -> PathBuf {
-    let mut starts = String::new();
-    for (label, phase, split) in [
-        ("wave-a", 0.3, "search"),
-        ("wave-b", 1.1, "search"),
-        ("wave-c", 2.0, "validation"),
-    ] {
-        let values: Vec<f64> = (0..80)
-            .map(|i| {
-                let x = (i as f64 + 0.5) / 80.0;
-                1.0 + 0.4 * (6.0 * x + phase).sin() - 0.3 * x
-            })
-            .collect();
-        let path = dir.join(format!("{label}.json"));
-        std::fs::write(&path, serde_json::json!({ "values": values }).to_string()).unwrap();
-        let sha = milo::suite::sha256_hex(&std::fs::read(&path).unwrap());
-        starts.push_str(&format!(
-            "\n[[starts]]\nlabel = \"{label}\"\npath = \"{label}.json\"\nsha256 = \"{sha}\"\nsplit = \"{split}\"\n"
-        ));
-    }
-    std::fs::write(
-        dir.join("polish.toml"),
-        "name = \"polish\"\n\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\n\
-         betas = [1e3, 1e5, 1e7]\nhistory = 20\niterations = 100\n\n[[steps]]\nkind = \"finalize\"\n",
-    )
-    .unwrap();
-    let suite = dir.join("tiny.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "name = \"tiny\"\nproblem = \"third-autocorrelation-inequality\"\n\
-             programs = [\"polish.toml\"]\nseeds = [1, 2]\nvalidation_seeds = [3]\n\n\
-             [budget]\nevaluations = 150\n{starts}"
-        ),
-    )
-    .unwrap();
-    suite
-}
 
 /// The lineage records with the measured (machine-dependent) fields removed.
 fn comparable_records(run_dir: &Path) -> Vec<Value> {

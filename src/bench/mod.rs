@@ -245,7 +245,8 @@ impl Bench {
                 dir: planned.dir(),
             };
             let direction = self.suite.problem.spec().direction;
-            let summary = trajectory::summarise(label, &trajectory, direction);
+            let summary =
+                trajectory::summarise(label, &trajectory, direction, self.config.cpu_seconds);
             write_json(&summary_path, &summary)?;
             observer.finished(&summary, false);
             summaries.push(summary);

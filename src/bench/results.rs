@@ -32,7 +32,8 @@ pub struct CurvePoint {
     pub cpu_seconds: f64,
     /// Wall seconds since the run started.
     pub wall_seconds: f64,
-    /// Best verified score on any search task so far (the start's score before any gain).
+    /// Best verified score on any search task so far (the start's score before any gain),
+    /// counting every evaluation, also one that overran the budget.
     pub best: f64,
 }
 
@@ -47,12 +48,15 @@ pub struct RunSummary {
     pub batch: Batch,
     /// The run's directory, relative to the benchmark directory.
     pub dir: String,
-    /// CPU seconds spent on search tasks.
+    /// CPU seconds spent on search tasks (the last evaluation may overrun the budget).
     pub cpu_seconds: f64,
     /// Wall seconds of the run.
     pub wall_seconds: f64,
     /// Evaluations made (nodes or steps).
     pub steps: usize,
+    /// Of those, the ones that ended within the CPU budget: only they count for the best score,
+    /// the quality and the validation (an evaluation that overruns the budget is not counted).
+    pub counted_steps: usize,
     /// Best verified score on the search tasks, exact (40 significant digits).
     pub best_exact: String,
     /// The same as a float.

@@ -33,9 +33,10 @@ pub fn markdown(results: &BenchResults) -> String {
     let runs = |m: &str| results.runs.iter().filter(|r| r.method == m).count();
     let _ = writeln!(
         out,
-        "# Benchmark: {} ({})\n\nSuite `{}`; {} CPU seconds per run; scores are the best exactly verified \
-         score on the search tasks (mean and 95% interval over seeds); quality is the best \
-         candidate's gain in units of the problem's minimum improvement.\n",
+        "# Benchmark: {} ({})\n\nSuite `{}`; {} CPU seconds per run. Scores are read at the budget: \
+         the best exactly verified score on the search tasks among the evaluations that ended \
+         within it (mean and 95% interval over seeds); quality is the best such candidate's gain \
+         in units of the problem's minimum improvement.\n",
         results.problem, results.direction, results.suite, results.cpu_seconds
     );
     let _ = writeln!(out, "## Search tasks\n");
@@ -137,19 +138,20 @@ pub fn methods_csv(results: &BenchResults) -> String {
 /// `runs.csv`: one row per run.
 pub fn runs_csv(results: &BenchResults) -> String {
     let mut out = String::from(
-        "method,batch,seed,cpu_seconds,wall_seconds,steps,best_exact,quality,\
+        "method,batch,seed,cpu_seconds,wall_seconds,steps,counted_steps,best_exact,quality,\
          validation_best_exact,validation_quality\n",
     );
     for r in &results.runs {
         let _ = writeln!(
             out,
-            "{},{},{},{:.3},{:.3},{},{},{},{},{}",
+            "{},{},{},{:.3},{:.3},{},{},{},{},{},{}",
             r.method,
             r.batch.as_str(),
             r.seed,
             r.cpu_seconds,
             r.wall_seconds,
             r.steps,
+            r.counted_steps,
             r.best_exact,
             r.quality,
             r.validation_best_exact.clone().unwrap_or_default(),

@@ -75,13 +75,40 @@ pub fn best_candidate<'a>(evaluations: impl Iterator<Item = &'a Evaluation>) -> 
         .map(|(i, _)| i)
 }
 
-/// The run's summary: the best verified search score over all steps, the quality of the best
-/// candidate and its validation, and the best-so-far curve against CPU and wall seconds.
-pub fn summarise(label: RunLabel, trajectory: &Trajectory, direction: Direction) -> RunSummary {
-    let all = || trajectory.steps.iter().flat_map(|s| &s.evaluation.tasks);
-    let mut best = best_of(all(), direction, true).unwrap_or((String::new(), f64::NAN));
-    let (mut cpu, mut curve) = (0.0, Vec::with_capacity(trajectory.steps.len()));
-    for step in &trajectory.steps {
+/// How many of `steps` end within `budget` CPU seconds of search-task evaluation.
+pub fn within_budget(steps: &[Step], budget: f64) -> usize {
+    let mut cpu = 0.0;
+    steps
+        .iter()
+        .take_while(|s| {
+            cpu += s
+                .evaluation
+                .tasks
+                .iter()
+                .map(|t| t.cpu_seconds)
+                .sum::<f64>();
+            cpu <= budget
+        })
+        .count()
+}
+
+/// The run's summary, read at the budget: the best verified search score over the steps that
+/// ended within `budget` CPU seconds, the quality of the best of those candidates and its
+/// validation; the best-so-far curve covers every step.
+pub fn summarise(
+    label: RunLabel,
+    trajectory: &Trajectory,
+    direction: Direction,
+    budget: f64,
+) -> RunSummary {
+    let steps = &trajectory.steps;
+    let counted = within_budget(steps, budget);
+    let all = || steps.iter().flat_map(|s| &s.evaluation.tasks);
+    let start = best_of(all(), direction, true).unwrap_or((String::new(), f64::NAN));
+    let (mut best, mut cpu) = (start.clone(), 0.0);
+    let mut curve = Vec::with_capacity(steps.len());
+    let mut at_budget = start;
+    for (i, step) in steps.iter().enumerate() {
         cpu += step
             .evaluation
             .tasks
@@ -93,14 +120,16 @@ pub fn summarise(label: RunLabel, trajectory: &Trajectory, direction: Direction)
                 best = found;
             }
         }
+        if i < counted {
+            at_budget = best.clone();
+        }
         curve.push(CurvePoint {
             cpu_seconds: cpu,
             wall_seconds: step.at.map_or(0.0, |at| at - trajectory.started_at),
             best: best.1,
         });
     }
-    let chosen = best_candidate(trajectory.steps.iter().map(|s| &s.evaluation))
-        .map(|i| &trajectory.steps[i]);
+    let chosen = best_candidate(steps[..counted].iter().map(|s| &s.evaluation)).map(|i| &steps[i]);
     let validation = chosen.and_then(|s| s.validation.as_ref());
     let validation_best = validation.and_then(|v| best_of(v.tasks.iter(), direction, false));
     RunSummary {
@@ -110,9 +139,10 @@ pub fn summarise(label: RunLabel, trajectory: &Trajectory, direction: Direction)
         dir: label.dir,
         cpu_seconds: cpu,
         wall_seconds: curve.last().map_or(0.0, |p| p.wall_seconds),
-        steps: trajectory.steps.len(),
-        best_exact: best.0,
-        best: best.1,
+        steps: steps.len(),
+        counted_steps: counted,
+        best_exact: at_budget.0,
+        best: at_budget.1,
         quality: chosen.map_or(0.0, |s| s.evaluation.fitness.quality),
         validation_best_exact: validation_best.as_ref().map(|b| b.0.clone()),
         validation_best: validation_best.map(|b| b.1),

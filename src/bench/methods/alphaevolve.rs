@@ -90,7 +90,8 @@ impl ProgramEvolution {
             let child = index - seeds;
             self.admit(&mut islands[child % self.islands], index, steps);
             let round = child / self.islands + 1;
-            if child % self.islands == self.islands - 1 && round.is_multiple_of(self.migrate_every) {
+            if child % self.islands == self.islands - 1 && round.is_multiple_of(self.migrate_every)
+            {
                 let bests: Vec<usize> = islands.iter().map(|i| i[0]).collect();
                 for (from, best) in bests.into_iter().enumerate() {
                     let into = (from + 1) % self.islands;
@@ -205,7 +206,7 @@ impl Method for ProgramEvolution {
             })?;
         }
         if log.validation.is_none() {
-            if let Some(best) = log.best() {
+            if let Some(best) = log.best(ctx.cpu_seconds) {
                 let program = parse(&log.steps[best])?;
                 let tasks = with_program(&ctx.validation_tasks(), &program);
                 let evaluation = ctx.evaluate(&VerbatimWriter, harness, &tasks, &[])?;

@@ -50,7 +50,7 @@ impl Method for BestOfN {
             })?;
         }
         if log.validation.is_none() {
-            if let Some(best) = log.best() {
+            if let Some(best) = log.best(ctx.cpu_seconds) {
                 let harness = &seeds[best % seeds.len()];
                 let evaluation =
                     ctx.evaluate(&BuiltinWriter, harness, &ctx.validation_tasks(), &[])?;

@@ -1,7 +1,7 @@
 //! The record file of a baseline run (`steps.jsonl`): every evaluation it made, and the
 //! validation of its best candidate; a killed run resumes from it.
 
-use super::super::trajectory::{best_candidate, Step, Trajectory};
+use super::super::trajectory::{best_candidate, within_budget, Step, Trajectory};
 use crate::error::Result;
 use crate::records::{unix_seconds, AppendLog};
 use crate::search::evaluation::Evaluation;
@@ -111,9 +111,11 @@ impl BaselineLog {
             .sum()
     }
 
-    /// The step whose candidate is validated: the best by quality, then cost.
-    pub fn best(&self) -> Option<usize> {
-        best_candidate(self.steps.iter().map(|s| &s.evaluation))
+    /// The step whose candidate is validated: the best by quality, then cost, of the steps
+    /// that ended within `budget` CPU seconds (as the benchmark reads the run).
+    pub fn best(&self, budget: f64) -> Option<usize> {
+        let counted = within_budget(&self.trajectory().steps, budget);
+        best_candidate(self.steps[..counted].iter().map(|s| &s.evaluation))
     }
 
     /// The run as the benchmark sees it (its start time is the benchmark's to fill in).

@@ -1,0 +1,200 @@
+//! `milo bench` end to end on a tiny generated suite: every method runs every seed of both
+//! batches under the CPU budget; each run's best and CPU seconds, recomputed here from the run's
+//! own records, equal its summary; the method means, the tables and the CSV files agree with the
+//! runs; a run whose summary is lost is rebuilt identically from its records on `--resume`.
+
+mod common;
+
+use common::{milo, tiny_suite};
+use serde_json::Value;
+use std::path::Path;
+
+const METHODS: [&str; 4] = ["best-of-n", "alphaevolve", "ladder-a", "milo"];
+const BUDGET: f64 = 0.4;
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Per evaluation recorded in a run directory (search or baseline), its search-task results.
+fn recorded_evaluations(run: &Path) -> Vec<Vec<Value>> {
+    let (file, key) = if run.join("lineage.jsonl").exists() {
+        ("lineage.jsonl", "node")
+    } else {
+        ("steps.jsonl", "step")
+    };
+    std::fs::read_to_string(run.join(file))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["record"] == key)
+        .map(|r| r["evaluation"]["tasks"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn a_benchmark_runs_every_method_and_its_tables_agree_with_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let out = dir.path().join("bench");
+    let budget = BUDGET.to_string();
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        &METHODS.join(","),
+        "--seeds",
+        "2",
+        "--budget",
+        &budget,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let results = read_json(&out.join("results.json"));
+    let runs = results["runs"].as_array().unwrap();
+    assert_eq!(
+        runs.len(),
+        METHODS.len() * 4,
+        "2 seeds and 2 fresh re-run seeds each"
+    );
+
+    for summary in runs {
+        let evaluations = recorded_evaluations(&out.join(summary["dir"].as_str().unwrap()));
+        let cpu: Vec<f64> = evaluations
+            .iter()
+            .map(|tasks| {
+                tasks
+                    .iter()
+                    .map(|t| t["cpu_seconds"].as_f64().unwrap())
+                    .sum()
+            })
+            .collect();
+        let total: f64 = cpu.iter().sum();
+        let recorded = summary["cpu_seconds"].as_f64().unwrap();
+        assert!(
+            (total - recorded).abs() <= 1e-9 * total.max(1.0),
+            "{summary}"
+        );
+        assert!(total >= BUDGET, "stopped before the budget: {total}");
+        assert!(
+            total - cpu.last().unwrap() < BUDGET,
+            "went on past the budget"
+        );
+        // Minimisation: the best end score over every search task of every evaluation that
+        // ended within the budget (the starts' scores when none did).
+        let mut spent = 0.0;
+        let counted = cpu
+            .iter()
+            .take_while(|c| {
+                spent += *c;
+                spent <= BUDGET
+            })
+            .count();
+        assert_eq!(summary["counted_steps"], counted);
+        let starts = evaluations[0]
+            .iter()
+            .map(|t| t["start_exact"].as_str().unwrap().to_string());
+        let best = evaluations[..counted]
+            .iter()
+            .flatten()
+            .map(|t| t["end_exact"].as_str().unwrap().to_string())
+            .chain(starts)
+            .min_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse().unwrap()))
+            .unwrap();
+        assert_eq!(summary["best_exact"], best.as_str(), "{}", summary["dir"]);
+        assert_eq!(summary["steps"], evaluations.len());
+    }
+
+    let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
+    for (i, method) in METHODS.iter().enumerate() {
+        let firsts: Vec<f64> = runs
+            .iter()
+            .filter(|r| r["method"] == *method && r["batch"] == "first")
+            .map(|r| r["best"].as_f64().unwrap())
+            .collect();
+        assert_eq!(firsts.len(), 2);
+        let mean = (firsts[0] + firsts[1]) / 2.0;
+        let summary = &results["methods"][i];
+        assert_eq!(summary["method"], *method);
+        let reported = summary["best"]["mean"].as_f64().unwrap();
+        assert!(
+            (reported - mean).abs() <= 1e-15,
+            "{method}: {reported} vs {mean}"
+        );
+        assert_eq!(
+            summary["null_band"].as_f64().unwrap(),
+            (firsts[0] - firsts[1]).abs()
+        );
+        assert!(
+            markdown.contains(&format!("| {method} | 4 | {mean:.10} [")),
+            "{method} row missing:\n{markdown}"
+        );
+    }
+    let pairs = METHODS.len() * (METHODS.len() - 1) / 2;
+    assert_eq!(results["verdicts"].as_array().unwrap().len(), pairs);
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + runs.len());
+    let csv = std::fs::read_to_string(out.join("methods.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + METHODS.len());
+    // The ladder holds the problem's known values and every method, best (lowest) first.
+    let ladder: Vec<f64> = results["ladder"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].as_f64().unwrap())
+        .collect();
+    assert!(ladder.windows(2).all(|w| w[0] <= w[1]), "{ladder:?}");
+
+    // Lost summaries are rebuilt from the runs' records, identically.
+    let mut lost = Vec::new();
+    for method in ["alphaevolve", "milo"] {
+        let path = out.join(format!("runs/{method}/first-seed-1/summary.json"));
+        lost.push((path.clone(), read_json(&path)));
+        std::fs::remove_file(&path).unwrap();
+    }
+    let again = milo(&["bench", "--resume", out.to_str().unwrap()]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    for (path, before) in lost {
+        assert_eq!(read_json(&path), before, "{}", path.display());
+    }
+}
+
+#[test]
+fn bad_benchmark_arguments_are_usage_errors_naming_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let out = dir.path().join("bench");
+    let args = |methods: &'static str, budget: &'static str| {
+        vec![
+            "bench".to_string(),
+            "--suite".into(),
+            suite.to_str().unwrap().into(),
+            "--methods".into(),
+            methods.into(),
+            "--budget".into(),
+            budget.into(),
+            "--seeds".into(),
+            "1".into(),
+            "--no-rerun".into(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+        ]
+    };
+    let call = |a: Vec<String>| milo(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let unknown = call(args("best-of-n,nope", "1"));
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.contains("'nope'"), "{}", unknown.stderr);
+    let zero = call(args("best-of-n", "0"));
+    assert_eq!(zero.code, 2);
+    assert!(zero.stderr.contains("got 0"), "{}", zero.stderr);
+    assert!(
+        !out.join("bench.json").exists(),
+        "nothing written on bad input"
+    );
+    assert_eq!(call(args("best-of-n", "0.05")).code, 0);
+    let twice = call(args("best-of-n", "0.05"));
+    assert_eq!(twice.code, 2);
+    assert!(twice.stderr.contains("--resume"), "{}", twice.stderr);
+}
