@@ -109,12 +109,7 @@ pub fn summarise(
     let mut curve = Vec::with_capacity(steps.len());
     let mut at_budget = start;
     for (i, step) in steps.iter().enumerate() {
-        cpu += step
-            .evaluation
-            .tasks
-            .iter()
-            .map(|t| t.cpu_seconds)
-            .sum::<f64>();
+        cpu += step.evaluation.cpu_seconds();
         if let Some(found) = best_of(step.evaluation.tasks.iter(), direction, false) {
             if direction.better(&found.1, &best.1) || best.1.is_nan() {
                 best = found;

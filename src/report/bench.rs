@@ -3,7 +3,7 @@
 //! line), the per-method table, the pairwise verdicts and the ladder.
 
 use super::html::{maybe, number, Page};
-use super::plot::{colour, padded, save, steps, Drawn, Figure, FONT};
+use super::plot::{arena_line, colour, legend, padded, save, steps, Drawn, Figure, FONT};
 use crate::bench::results::{Batch, BenchResults, Interval};
 use crate::error::{MiloError, Result};
 use plotters::coord::Shift;
@@ -77,23 +77,9 @@ impl Figure for Curves<'_> {
             }
         }
         if let Some(first) = self.results.arena_first {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(x_range.start, first), (x_range.end, first)],
-                    8,
-                    5,
-                    RED.stroke_width(2),
-                ))?
-                .label(format!("arena #1 ({first})"))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
+            arena_line(&mut chart, &x_range, first)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
 }
 

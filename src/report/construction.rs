@@ -2,7 +2,7 @@
 //! per-lag quantity whose maximum the score takes (f∗f, or the Erdős correlation), each with its
 //! maximum marked.
 
-use super::plot::{colour, envelope, padded, steps, Drawn, Figure, FONT};
+use super::plot::{colour, envelope, legend, padded, steps, Drawn, Figure, FONT};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -86,12 +86,6 @@ impl Figure for Profiles {
                     )])?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
+        legend(&mut chart, SeriesLabelPosition::LowerRight)
     }
 }

@@ -3,7 +3,7 @@
 //! (a co-parent on another island) are orange arrows; orchestrator moves are dashed vertical
 //! lines after their round, labelled with the move's kind.
 
-use super::plot::{Drawn, Figure, FONT};
+use super::plot::{legend, Drawn, Figure, FONT};
 use crate::search::state::SearchState;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -181,13 +181,7 @@ impl Figure for LineageTree {
             ))?;
             *line += 1;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
+        legend(&mut chart, SeriesLabelPosition::LowerRight)
     }
 }
 

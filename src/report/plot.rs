@@ -3,6 +3,7 @@
 //! library is needed.
 
 use crate::error::{MiloError, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::ops::Range;
@@ -22,6 +23,41 @@ pub trait Figure {
 
     /// Draws the figure on `root`, the whole canvas (pixel coordinates from its top-left corner).
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB>;
+}
+
+/// A chart with plain numeric axes, as every figure draws on.
+pub type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draws the arena's #1 as a dashed red line across `x_range`, with its legend entry.
+pub fn arena_line<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    x_range: &Range<f64>,
+    first: f64,
+) -> Drawn<DB> {
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(x_range.start, first), (x_range.end, first)],
+            8,
+            5,
+            RED.stroke_width(2),
+        ))?
+        .label(format!("arena #1 ({first})"))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
+    Ok(())
+}
+
+/// Draws the legend box at `position`.
+pub fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    position: SeriesLabelPosition,
+) -> Drawn<DB> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
 }
 
 /// The font family every figure uses (the name plotters gives `FontFamily::SansSerif`).

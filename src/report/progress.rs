@@ -1,7 +1,7 @@
 //! Figure: best-so-far score against round or time, as a step curve, with the arena's #1 as a
 //! horizontal line.
 
-use super::plot::{colour, padded, steps, Drawn, Figure, FONT};
+use super::plot::{arena_line, colour, legend, padded, steps, Drawn, Figure, FONT};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -48,22 +48,8 @@ impl Figure for Progress {
                 .map(|&p| Circle::new(p, 3, colour(0).filled())),
         )?;
         if let Some(first) = self.arena_first {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(x_range.start, first), (x_range.end, first)],
-                    8,
-                    5,
-                    RED.stroke_width(2),
-                ))?
-                .label(format!("arena #1 ({first})"))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
+            arena_line(&mut chart, &x_range, first)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
 }

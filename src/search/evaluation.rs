@@ -219,6 +219,11 @@ pub fn evaluate(
 }
 
 impl Evaluation {
+    /// CPU seconds its tasks took: what a benchmark's CPU budget counts.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.tasks.iter().map(|t| t.cpu_seconds).sum()
+    }
+
     /// The evaluation restricted to the tasks `ids` (in that order; unknown ids are skipped),
     /// with its fitness recomputed from the stored per-task results — how members evaluated on
     /// the old task set compare with a child after a curriculum changed the tasks.

@@ -207,11 +207,7 @@ impl SearchState {
     /// CPU seconds the search tasks took, over all nodes (validation not included): what a
     /// benchmark's CPU budget counts.
     pub fn search_cpu_seconds(&self) -> f64 {
-        self.nodes
-            .iter()
-            .flat_map(|n| &n.evaluation.tasks)
-            .map(|t| t.cpu_seconds)
-            .sum()
+        self.nodes.iter().map(|n| n.evaluation.cpu_seconds()).sum()
     }
 
     /// The id the next node gets.
