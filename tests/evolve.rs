@@ -131,6 +131,34 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
         }
     }
     assert!(json["events"].is_array());
+
+    // best.json is the best construction of the whole lineage, as `milo verify` scores it.
+    let best_end = comparable_records(&whole)
+        .iter()
+        .filter(|r| r["record"] == "node")
+        .flat_map(|r| {
+            let mut ends = Vec::new();
+            for key in ["evaluation", "validation"] {
+                for t in r[key]["tasks"].as_array().into_iter().flatten() {
+                    ends.push(t["end_exact"].as_str().unwrap().to_string());
+                }
+            }
+            ends
+        })
+        .min_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse().unwrap()))
+        .unwrap();
+    let verified = milo(&[
+        "verify",
+        "third-autocorrelation-inequality",
+        whole.join("best.json").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(verified.code, 0, "{}", verified.stderr);
+    assert_eq!(verified.json()["score_exact"], best_end.as_str());
+    let provenance: Value =
+        serde_json::from_str(&std::fs::read_to_string(whole.join("best.provenance.json")).unwrap())
+            .unwrap();
+    assert_eq!(provenance["score_exact"], best_end.as_str());
 }
 
 #[test]

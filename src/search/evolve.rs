@@ -1,6 +1,7 @@
 //! The MILO loop: seed every island, then round after round step each island (select a parent,
 //! mutate, evaluate, admit or reject, record, validate the island's best), consult the
-//! orchestrator when an island stalls, and save every discovery.
+//! orchestrator when an island stalls, and keep the best construction (`best.json`) and every new
+//! best beyond the suite's record (`discoveries/`).
 //!
 //! All randomness derives from the run's seed, the round and the island, and every step's result
 //! is a record in the lineage, so a killed run resumes (`--resume`) from its records: finished
@@ -312,17 +313,18 @@ impl Search {
         let (evaluation, improvements) = evaluate(self.writer.as_ref(), harness, tasks, &settings)?;
         let direction = self.suite.problem.spec().direction;
         for improvement in &improvements {
+            let new_best = self
+                .best
+                .as_ref()
+                .is_none_or(|best| direction.better(&improvement.exact, best));
+            if !new_best {
+                continue;
+            }
             if direction.better(&improvement.exact, &self.suite.record) {
                 let path = self.save_discovery(improvement, &hash, node)?;
                 observer.discovery(&path, improvement);
             }
-            if self
-                .best
-                .as_ref()
-                .is_none_or(|best| direction.better(&improvement.exact, best))
-            {
-                self.save_best(improvement, &hash, node)?;
-            }
+            self.save_best(improvement, &hash, node)?;
         }
         Ok((!interrupted()).then_some(evaluation))
     }
