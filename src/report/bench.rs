@@ -5,13 +5,11 @@
 use super::html::{maybe, number, Page};
 use super::plot::{arena_line, colour, legend, padded, save, steps, Drawn, Figure, FONT};
 use crate::bench::results::{Batch, BenchResults, Interval};
+use crate::bench::RESULTS_FILE;
 use crate::error::{MiloError, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
-
-/// Name of the results file in a benchmark directory.
-pub const RESULTS_FILE: &str = "results.json";
 
 /// Best-so-far curves of every run.
 struct Curves<'a> {

@@ -13,6 +13,7 @@ pub mod plot;
 pub mod progress;
 pub mod run;
 
+use crate::bench::RESULTS_FILE;
 use crate::error::{MiloError, Result};
 use crate::search::lineage::LINEAGE_FILE;
 use std::path::{Path, PathBuf};
@@ -28,15 +29,15 @@ pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
             "{} is not a directory (expected a run directory with {LINEAGE_FILE} or a \
              benchmark directory with {})",
             dir.display(),
-            bench::RESULTS_FILE
+            RESULTS_FILE
         )));
     }
     let is_run = dir.join(LINEAGE_FILE).is_file();
-    if !is_run && !dir.join(bench::RESULTS_FILE).is_file() {
+    if !is_run && !dir.join(RESULTS_FILE).is_file() {
         return Err(MiloError::Usage(format!(
             "{} holds neither {LINEAGE_FILE} (a search run) nor {} (a benchmark)",
             dir.display(),
-            bench::RESULTS_FILE
+            RESULTS_FILE
         )));
     }
     std::fs::create_dir_all(out).map_err(|source| MiloError::Io {
