@@ -68,6 +68,30 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
+/// Values below this fraction of the largest magnitude are set to zero before the exact
+/// verification of a result (2⁻¹⁰⁰ ≈ 7.9e-31: far below any score's resolution).
+pub const NEGLIGIBLE: f64 = 7.888609052210118e-31;
+
+/// `values` with every value below [`NEGLIGIBLE`] × the largest magnitude set to zero, when that
+/// keeps them valid (otherwise unchanged). An optimizer can leave values like 1e-300 (f = exp(v)
+/// with v → −700); they change no score, but exact arithmetic spans their whole exponent range,
+/// which can cost minutes and gigabytes.
+fn without_negligible_values(problem: &dyn Problem, values: Vec<f64>) -> Vec<f64> {
+    let largest = values.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let floor = largest * NEGLIGIBLE;
+    if !values.iter().any(|x| *x != 0.0 && x.abs() < floor) {
+        return values;
+    }
+    let flushed: Vec<f64> = values
+        .iter()
+        .map(|&x| if x.abs() < floor { 0.0 } else { x })
+        .collect();
+    match problem.check(&flushed) {
+        Ok(()) => flushed,
+        Err(_) => values,
+    }
+}
+
 /// Runs `program` on `start` (which must be valid for `problem`).
 pub fn run_program(
     problem: &dyn Problem,
@@ -94,10 +118,11 @@ pub fn run_program(
         settings.seed,
     );
     let start_exact = problem.score_exact(start);
-    let best_exact = problem.score_exact(&runner.best);
+    let best = without_negligible_values(problem, runner.best);
+    let best_exact = problem.score_exact(&best);
     let improved = strictly_better(problem.spec().direction, &best_exact, &start_exact);
     let (best, best_exact) = if improved {
-        (runner.best, best_exact)
+        (best, best_exact)
     } else {
         (start.to_vec(), start_exact.clone())
     };
@@ -479,5 +504,26 @@ pub fn step_kind(step: &Step) -> &'static str {
         Step::UntilStall { .. } => "until_stall",
         Step::Restarts { .. } => "restarts",
         Step::KeepBest { .. } => "keep_best",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exact::rational::to_f64;
+    use crate::problems::by_slug;
+
+    #[test]
+    fn negligible_values_are_flushed_without_changing_the_score_measurably() {
+        let problem = by_slug("second-autocorrelation-inequality").unwrap();
+        let values = vec![1.0, 1e-300, 0.5, 2e-40, 0.75, 0.0, 1e-20];
+        let flushed = without_negligible_values(problem.as_ref(), values.clone());
+        assert_eq!(flushed, vec![1.0, 0.0, 0.5, 0.0, 0.75, 0.0, 1e-20]);
+        let (before, after) = (problem.score_exact(&values), problem.score_exact(&flushed));
+        let relative = to_f64(&((&before - &after) / &before)).abs();
+        assert!(relative < 1e-30, "{relative}");
+        // Nothing negligible: the same vector back.
+        let plain = vec![1.0, 0.5, 0.25];
+        assert_eq!(without_negligible_values(problem.as_ref(), plain.clone()), plain);
     }
 }
