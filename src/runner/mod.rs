@@ -12,7 +12,7 @@ pub mod trace;
 use crate::error::{MiloError, Result};
 use crate::optimize::{interrupted, Budget};
 use crate::problems::{Direction, Problem};
-use crate::program::{Program, Step};
+use crate::program::{Program, ResampleMethod, Step};
 use crate::stages::{self, StageOutcome};
 use num_rational::BigRational;
 use rayon::prelude::*;
@@ -391,6 +391,14 @@ impl<'a> Runner<'a> {
                     |v: &[f64], b: &Budget| stages::lbfgs::run(&slug, v, &polish, b).values;
                 stages::prune_regrow::run(&slug, &current, params, budget, seed, &mut polish_fn)
             }
+            Step::Resample { params }
+                if params.method != ResampleMethod::Pool
+                    && current.len().saturating_mul(params.factor) > self.problem.spec().max_len =>
+            {
+                // A finer grid than the problem allows would be invalid (and can be huge when
+                // a loop repeats the step): the step leaves its input unchanged.
+                plain(current.clone())
+            }
             Step::Resample { params } => plain(stages::resample::with_noise(
                 stages::resample::resample(&current, params.method, params.factor),
                 params.noise,
@@ -525,5 +533,30 @@ mod tests {
         // Nothing negligible: the same vector back.
         let plain = vec![1.0, 0.5, 0.25];
         assert_eq!(without_negligible_values(problem.as_ref(), plain.clone()), plain);
+    }
+
+    #[test]
+    fn a_repeated_upsample_stops_at_the_problems_length_limit() {
+        let problem = by_slug("third-autocorrelation-inequality").unwrap();
+        let max_len = problem.spec().max_len;
+        let program = Program::parse(
+            "name = \"grow\"\n\n[[steps]]\nkind = \"repeat\"\ntimes = 12\n\n\
+             [[steps.body]]\nkind = \"resample\"\nmethod = \"block_repeat\"\nfactor = 2\n",
+            std::path::Path::new("grow.toml"),
+        )
+        .unwrap();
+        let start: Vec<f64> = (0..80).map(|i| 1.0 + (i as f64 * 0.1).sin()).collect();
+        let settings = RunSettings {
+            seed: 1,
+            seconds: None,
+            evaluations: Some(10),
+            jobs: 1,
+        };
+        let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut Silent).unwrap();
+        let lengths: Vec<usize> = outcome.trace.stages.iter().map(|s| s.n).collect();
+        assert_eq!(lengths.len(), 12);
+        assert!(lengths.iter().all(|&n| n <= max_len), "{lengths:?}");
+        // 80 · 2^10 = 81,920 fits under 100,000; the next doubling would not.
+        assert_eq!(*lengths.iter().max().unwrap(), 80 << 10);
     }
 }
