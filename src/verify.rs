@@ -132,11 +132,7 @@ pub fn compare(
 
 /// Compares with the problem file's current arena #1 record, if it has one.
 pub fn compare_with_arena_leader(problem: &dyn Problem, score: &BigRational) -> Option<Comparison> {
-    let leader = problem
-        .spec()
-        .records
-        .iter()
-        .find(|r| r.holder.starts_with("arena #1"))?;
+    let leader = problem.spec().arena_first()?;
     let label = format!("{} ({}, from the problem file)", leader.holder, leader.date);
     Some(compare(
         problem,

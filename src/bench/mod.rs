@@ -284,11 +284,7 @@ impl Bench {
             direction: spec.direction,
             suite: self.config.suite.display().to_string(),
             cpu_seconds: self.config.cpu_seconds,
-            arena_first: spec
-                .records
-                .iter()
-                .find(|r| r.holder == "arena #1")
-                .map(|r| r.value),
+            arena_first: spec.arena_first().map(|r| r.value),
             known,
             methods: &self.config.methods,
         }

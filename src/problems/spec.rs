@@ -71,6 +71,14 @@ pub struct ProblemSpec {
 }
 
 impl ProblemSpec {
+    /// The arena's current #1 as the problem file records it (a record whose holder starts
+    /// with `arena #1`), if it has one.
+    pub fn arena_first(&self) -> Option<&Record> {
+        self.records
+            .iter()
+            .find(|r| r.holder.starts_with("arena #1"))
+    }
+
     /// Parses a problem data file's text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<ProblemSpec> {
         toml::from_str(text).map_err(|e| MiloError::Malformed {

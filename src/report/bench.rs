@@ -3,7 +3,9 @@
 //! line), the per-method table, the pairwise verdicts and the ladder.
 
 use super::html::{maybe, number, Page};
-use super::plot::{arena_line, colour, legend, padded, save, steps, Drawn, Figure, FONT};
+use super::plot::{
+    arena_in_view, arena_line, colour, legend, padded, save, steps, Drawn, Figure, FONT,
+};
 use crate::bench::results::{Batch, BenchResults, Interval};
 use crate::bench::RESULTS_FILE;
 use crate::error::{MiloError, Result};
@@ -32,7 +34,8 @@ impl Figure for Curves<'_> {
         let runs = &self.results.runs;
         let points = || runs.iter().flat_map(|r| r.curve.iter());
         let x_range = padded(points().map(|p| p.cpu_seconds).chain([0.0]));
-        let y_range = padded(points().map(|p| p.best).chain(self.results.arena_first));
+        let arena = arena_in_view(points().map(|p| p.best), self.results.arena_first);
+        let y_range = padded(points().map(|p| p.best).chain(arena));
         let mut chart = ChartBuilder::on(root)
             .caption(
                 format!("Best so far, every run ({})", self.results.problem),
@@ -75,9 +78,25 @@ impl Figure for Curves<'_> {
             }
         }
         if let Some(first) = self.results.arena_first {
-            arena_line(&mut chart, &x_range, first)?;
+            arena_line(&mut chart, &x_range, first, arena.is_some())?;
         }
-        legend(&mut chart, SeriesLabelPosition::UpperRight)
+        let budget = self.results.cpu_seconds;
+        let (bottom, top) = (chart.y_range().start, chart.y_range().end);
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(budget, bottom), (budget, top)],
+                4,
+                4,
+                BLACK.mix(0.6).stroke_width(1),
+            ))?
+            .label(format!("budget ({budget} CPU s): runs are read here"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.mix(0.6)));
+        // Curves fall when minimising and rise when maximising: the legend goes where they are not.
+        let corner = match self.results.direction.as_str() {
+            "maximize" => SeriesLabelPosition::LowerRight,
+            _ => SeriesLabelPosition::UpperRight,
+        };
+        legend(&mut chart, corner)
     }
 }
 

@@ -28,20 +28,36 @@ pub trait Figure {
 /// A chart with plain numeric axes, as every figure draws on.
 pub type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// Draws the arena's #1 as a dashed red line across `x_range`, with its legend entry.
+/// The arena's #1 if its line belongs on a chart of `values`: within three times their spread of
+/// them (a line far off would flatten every curve into one).
+pub fn arena_in_view(values: impl Iterator<Item = f64> + Clone, first: Option<f64>) -> Option<f64> {
+    let first = first?;
+    let low = values.clone().fold(f64::INFINITY, f64::min);
+    let high = values.fold(f64::NEG_INFINITY, f64::max);
+    let reach = 3.0 * (high - low);
+    (!(low.is_finite() && high.is_finite()) || (first >= low - reach && first <= high + reach))
+        .then_some(first)
+}
+
+/// Draws the arena's #1 as a dashed red line across `x_range` with its legend entry; when it is
+/// not `shown` (off the scale), only the legend entry says where it is.
 pub fn arena_line<DB: DrawingBackend>(
     chart: &mut Chart<'_, DB>,
     x_range: &Range<f64>,
     first: f64,
+    shown: bool,
 ) -> Drawn<DB> {
-    chart
-        .draw_series(DashedLineSeries::new(
+    let (points, label) = if shown {
+        (
             vec![(x_range.start, first), (x_range.end, first)],
-            8,
-            5,
-            RED.stroke_width(2),
-        ))?
-        .label(format!("arena #1 ({first})"))
+            format!("arena #1 ({first})"),
+        )
+    } else {
+        (vec![], format!("arena #1 ({first}, off the scale)"))
+    };
+    chart
+        .draw_series(DashedLineSeries::new(points, 8, 5, RED.stroke_width(2)))?
+        .label(label)
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
     Ok(())
 }

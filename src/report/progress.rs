@@ -1,7 +1,7 @@
 //! Figure: best-so-far score against round or time, as a step curve, with the arena's #1 as a
 //! horizontal line.
 
-use super::plot::{arena_line, colour, legend, padded, steps, Drawn, Figure, FONT};
+use super::plot::{arena_in_view, arena_line, colour, legend, padded, steps, Drawn, Figure, FONT};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -21,7 +21,8 @@ impl Figure for Progress {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
         let x_end = self.points.last().map_or(1.0, |p| p.0);
         let x_range = padded(self.points.iter().map(|p| p.0).chain([0.0, x_end]));
-        let y_range = padded(self.points.iter().map(|p| p.1).chain(self.arena_first));
+        let arena = arena_in_view(self.points.iter().map(|p| p.1), self.arena_first);
+        let y_range = padded(self.points.iter().map(|p| p.1).chain(arena));
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FONT, 20))
             .margin(12)
@@ -48,7 +49,7 @@ impl Figure for Progress {
                 .map(|&p| Circle::new(p, 3, colour(0).filled())),
         )?;
         if let Some(first) = self.arena_first {
-            arena_line(&mut chart, &x_range, first)?;
+            arena_line(&mut chart, &x_range, first, arena.is_some())?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)
     }

@@ -61,10 +61,7 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
     let suite = Suite::load(&config.suite)?;
     let spec = suite.problem.spec();
     let direction = spec.direction;
-    let arena = spec
-        .records
-        .iter()
-        .find(|r| r.holder.starts_with("arena #1"));
+    let arena = spec.arena_first();
 
     let mut page = Page::new(&format!("milo run report: {}", dir.display()));
     page.heading("Settings");

@@ -393,7 +393,8 @@ impl<'a> Runner<'a> {
             }
             Step::Resample { params }
                 if params.method != ResampleMethod::Pool
-                    && current.len().saturating_mul(params.factor) > self.problem.spec().max_len =>
+                    && current.len().saturating_mul(params.factor)
+                        > self.problem.spec().max_len =>
             {
                 // A finer grid than the problem allows would be invalid (and can be huge when
                 // a loop repeats the step): the step leaves its input unchanged.
@@ -532,7 +533,10 @@ mod tests {
         assert!(relative < 1e-30, "{relative}");
         // Nothing negligible: the same vector back.
         let plain = vec![1.0, 0.5, 0.25];
-        assert_eq!(without_negligible_values(problem.as_ref(), plain.clone()), plain);
+        assert_eq!(
+            without_negligible_values(problem.as_ref(), plain.clone()),
+            plain
+        );
     }
 
     #[test]
@@ -552,7 +556,8 @@ mod tests {
             evaluations: Some(10),
             jobs: 1,
         };
-        let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut Silent).unwrap();
+        let outcome =
+            run_program(problem.as_ref(), &start, &program, &settings, &mut Silent).unwrap();
         let lengths: Vec<usize> = outcome.trace.stages.iter().map(|s| s.n).collect();
         assert_eq!(lengths.len(), 12);
         assert!(lengths.iter().all(|&n| n <= max_len), "{lengths:?}");
