@@ -20,7 +20,8 @@ pub struct AppendLog<T> {
     records: PhantomData<T>,
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
+/// Maps an I/O error on `path` to [`MiloError::Io`] naming it.
+pub fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
     move |source| MiloError::Io {
         path: path.to_path_buf(),
         source,
@@ -37,7 +38,7 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
                 records: PhantomData,
             })),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
-            Err(e) => Err(io(path)(e)),
+            Err(e) => Err(io_error(path)(e)),
         }
     }
 
@@ -48,9 +49,9 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
         let file = OpenOptions::new()
             .append(true)
             .open(path)
-            .map_err(io(path))?;
-        file.set_len(good_bytes).map_err(io(path))?;
-        file.sync_all().map_err(io(path))?;
+            .map_err(io_error(path))?;
+        file.set_len(good_bytes).map_err(io_error(path))?;
+        file.sync_all().map_err(io_error(path))?;
         let log = AppendLog {
             path: path.to_path_buf(),
             file,
@@ -65,8 +66,8 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
-            .map_err(io(&self.path))?;
-        self.file.sync_data().map_err(io(&self.path))
+            .map_err(io_error(&self.path))?;
+        self.file.sync_data().map_err(io_error(&self.path))
     }
 }
 
@@ -74,7 +75,7 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
 /// its newline, or that does not parse, is a torn write and is dropped; a bad line before the
 /// last is corruption and an error naming the line.
 pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
-    let file = File::open(path).map_err(io(path))?;
+    let file = File::open(path).map_err(io_error(path))?;
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut good = 0u64;
@@ -83,7 +84,7 @@ pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
     let mut pending_error: Option<String> = None;
     loop {
         line.clear();
-        let read = reader.read_line(&mut line).map_err(io(path))?;
+        let read = reader.read_line(&mut line).map_err(io_error(path))?;
         if read == 0 {
             break;
         }

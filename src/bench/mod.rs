@@ -19,7 +19,7 @@ pub mod trajectory;
 
 use crate::error::{MiloError, Result};
 use crate::exact::rational::to_f64;
-use crate::records::unix_seconds;
+use crate::records::{io_error as io, unix_seconds};
 use crate::search::evaluation::Quality;
 use crate::search::evolve::default_cost_measure;
 use crate::suite::Suite;
@@ -90,13 +90,6 @@ pub struct Bench {
     dir: PathBuf,
     config: BenchConfig,
     suite: Suite,
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
-    move |source| MiloError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// Writes `value` as pretty JSON to `path` through a temporary file (never half-written).

@@ -75,18 +75,12 @@ pub fn best_candidate<'a>(evaluations: impl Iterator<Item = &'a Evaluation>) -> 
         .map(|(i, _)| i)
 }
 
-/// How many of `steps` end within `budget` CPU seconds of search-task evaluation.
-pub fn within_budget(steps: &[Step], budget: f64) -> usize {
+/// How many of `evaluations`, in order, end within `budget` CPU seconds.
+pub fn within_budget<'a>(evaluations: impl Iterator<Item = &'a Evaluation>, budget: f64) -> usize {
     let mut cpu = 0.0;
-    steps
-        .iter()
-        .take_while(|s| {
-            cpu += s
-                .evaluation
-                .tasks
-                .iter()
-                .map(|t| t.cpu_seconds)
-                .sum::<f64>();
+    evaluations
+        .take_while(|e| {
+            cpu += e.cpu_seconds();
             cpu <= budget
         })
         .count()
@@ -102,7 +96,7 @@ pub fn summarise(
     budget: f64,
 ) -> RunSummary {
     let steps = &trajectory.steps;
-    let counted = within_budget(steps, budget);
+    let counted = within_budget(steps.iter().map(|s| &s.evaluation), budget);
     let all = || steps.iter().flat_map(|s| &s.evaluation.tasks);
     let start = best_of(all(), direction, true).unwrap_or((String::new(), f64::NAN));
     let (mut best, mut cpu) = (start.clone(), 0.0);

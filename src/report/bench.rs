@@ -4,7 +4,7 @@
 
 use super::html::{maybe, number, Page};
 use super::plot::{
-    arena_in_view, arena_line, colour, legend, padded, save, steps, Drawn, Figure, FONT,
+    arena_in_view, arena_line, axes, colour, legend, padded, save, steps, Drawn, Figure, FONT,
 };
 use crate::bench::results::{Batch, BenchResults, Interval};
 use crate::bench::RESULTS_FILE;
@@ -45,13 +45,7 @@ impl Figure for Curves<'_> {
             .x_label_area_size(40)
             .y_label_area_size(110)
             .build_cartesian_2d(x_range.clone(), y_range)?;
-        chart
-            .configure_mesh()
-            .x_desc("CPU seconds")
-            .y_desc("best score")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
-            .draw()?;
+        axes(&mut chart, "CPU seconds", "best score")?;
         let mut labelled = vec![false; self.results.methods.len() + 1];
         for run in runs {
             let k = self.method_index(&run.method);

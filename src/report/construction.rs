@@ -2,7 +2,7 @@
 //! per-lag quantity whose maximum the score takes (f∗f, or the Erdős correlation), each with its
 //! maximum marked.
 
-use super::plot::{colour, envelope, legend, padded, steps, Drawn, Figure, FONT};
+use super::plot::{axes, colour, envelope, legend, padded, steps, Drawn, Figure, FONT};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -61,13 +61,7 @@ impl Figure for Profiles {
             .x_label_area_size(40)
             .y_label_area_size(90)
             .build_cartesian_2d(0.0..self.width, y_range)?;
-        chart
-            .configure_mesh()
-            .x_desc("x")
-            .y_desc(self.y_desc.as_str())
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
-            .draw()?;
+        axes(&mut chart, "x", self.y_desc.as_str())?;
         // The first curve is drawn last, on top.
         for (k, curve) in self.curves.iter().enumerate().rev() {
             let style = colour(k).stroke_width(if k == 0 { 2 } else { 1 });

@@ -62,6 +62,21 @@ pub fn arena_line<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Draws the grid and the axes with their labels, in the figures' font.
+pub fn axes<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    x_desc: &str,
+    y_desc: &str,
+) -> Drawn<DB> {
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()
+}
+
 /// Draws the legend box at `position`.
 pub fn legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,

@@ -1,7 +1,9 @@
 //! Figure: best-so-far score against round or time, as a step curve, with the arena's #1 as a
 //! horizontal line.
 
-use super::plot::{arena_in_view, arena_line, colour, legend, padded, steps, Drawn, Figure, FONT};
+use super::plot::{
+    arena_in_view, arena_line, axes, colour, legend, padded, steps, Drawn, Figure, FONT,
+};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -29,13 +31,7 @@ impl Figure for Progress {
             .x_label_area_size(40)
             .y_label_area_size(110)
             .build_cartesian_2d(x_range.clone(), y_range)?;
-        chart
-            .configure_mesh()
-            .x_desc(self.x_desc.as_str())
-            .y_desc("best score")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
-            .draw()?;
+        axes(&mut chart, self.x_desc.as_str(), "best score")?;
         chart
             .draw_series(LineSeries::new(
                 steps(&self.points, x_end),

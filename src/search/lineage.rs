@@ -11,7 +11,7 @@ use super::evaluation::Evaluation;
 use crate::error::{MiloError, Result};
 use crate::harness::Harness;
 pub use crate::records::read_records;
-use crate::records::AppendLog;
+use crate::records::{io_error as io, AppendLog};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -220,13 +220,6 @@ pub struct JsonlLineage {
 
 /// Name of the record file in a run directory.
 pub const LINEAGE_FILE: &str = "lineage.jsonl";
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
-    move |source| MiloError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 impl JsonlLineage {
     /// Creates a new run directory's lineage; an error if one already exists there.

@@ -110,7 +110,7 @@ impl BaselineLog {
     /// The step whose candidate is validated: the best by quality, then cost, of the steps
     /// that ended within `budget` CPU seconds (as the benchmark reads the run).
     pub fn best(&self, budget: f64) -> Option<usize> {
-        let counted = within_budget(&self.trajectory().steps, budget);
+        let counted = within_budget(self.steps.iter().map(|s| &s.evaluation), budget);
         best_candidate(self.steps[..counted].iter().map(|s| &s.evaluation))
     }
 
