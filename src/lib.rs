@@ -4,6 +4,7 @@
 //! - [`problems`]: the four arena problems (data files plus one implementation each);
 //! - [`construction`]: reading and writing construction files;
 //! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
+//! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
 //! - [`program`]: optimizer programs as data (TOML stages and control flow);
@@ -15,6 +16,7 @@
 //! - [`optimize`]: parameterisations, L-BFGS under a budget, and β cascades, on any objective closure;
 //! - [`harness`]: the policy of the optimizer-writing agent (TOML), its edits and evidence;
 //! - [`agent`]: agents that write and run optimizer programs under a harness;
+//! - [`executor`]: where attempts run: serialisable attempt tasks and results, local threads;
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
 //! - [`search`]: the MILO search over harnesses (hypervolume admission, parent selection…);
 //! - [`bench`]: benchmarks of search strategies (results, verdicts, ladder);
@@ -24,10 +26,12 @@
 pub mod agent;
 pub mod arena;
 pub mod bench;
+pub mod cancel;
 pub mod cli;
 pub mod construction;
 pub mod error;
 pub mod exact;
+pub mod executor;
 pub mod fast;
 pub mod harness;
 pub mod objective;

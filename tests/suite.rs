@@ -84,7 +84,7 @@ fn a_default_suite_task_reproduces_bit_for_bit() {
             suite.problem.as_ref(),
             &task.start.values,
             &task.program,
-            &task.run_settings(),
+            &task.run_settings(Default::default()),
             &mut Silent,
         )
         .unwrap()

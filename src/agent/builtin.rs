@@ -152,6 +152,7 @@ impl OptimizerWriter for BuiltinWriter {
                 seconds: allowance.seconds,
                 evaluations: allowance.evaluations,
                 jobs: 1,
+                cancel: task.cancel.clone(),
             };
             run_program(problem, from, program, &settings, &mut Silent)
         };

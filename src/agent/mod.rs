@@ -8,12 +8,14 @@
 //! agent of baselines that evolve programs, not harnesses).
 
 mod builtin;
+pub mod exact_text;
 mod verbatim;
 
 pub use builtin::BuiltinWriter;
 pub use verbatim::VerbatimWriter;
 
-use crate::error::Result;
+use crate::cancel::CancelToken;
+use crate::error::{MiloError, Result};
 use crate::harness::{Evidence, Harness};
 use crate::problems::Problem;
 use crate::program::Program;
@@ -38,6 +40,8 @@ pub struct Assignment<'a> {
     pub seed: u64,
     /// Programs that produced gains earlier in the lineage (for crossover edits).
     pub library: &'a [Program],
+    /// Cancelling it winds the programs' runs down (their best so far is still verified).
+    pub cancel: CancelToken,
 }
 
 /// Why a program was run.
@@ -69,12 +73,14 @@ pub struct ProgramRun {
     pub seconds: f64,
 }
 
-/// What an agent returns for one assignment.
-#[derive(Clone, Debug)]
+/// What an agent returns for one assignment (serialisable: exact scores as `p/q` text, floats
+/// bit for bit, so an attempt made in another process reads back unchanged).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
     /// The best construction: valid; strictly better than the start when `improved`.
     pub best: Vec<f64>,
     /// Exact score of `best`.
+    #[serde(with = "exact_text")]
     pub best_exact: BigRational,
     /// Whether the exact scores confirm an improvement over the start.
     pub improved: bool,
@@ -93,6 +99,21 @@ pub struct Attempt {
     pub seconds: f64,
     /// CPU seconds of the thread that did the work.
     pub cpu_seconds: f64,
+}
+
+/// Names of the built-in writers, as [`writer_by_name`] knows them.
+pub const WRITER_NAMES: [&str; 2] = ["builtin", "verbatim"];
+
+/// The built-in writer called `name`, or a usage error naming it and listing the known ones.
+pub fn writer_by_name(name: &str) -> Result<Box<dyn OptimizerWriter>> {
+    match name {
+        "builtin" => Ok(Box::new(BuiltinWriter)),
+        "verbatim" => Ok(Box::new(VerbatimWriter)),
+        _ => Err(MiloError::Usage(format!(
+            "unknown writer '{name}' (known: {})",
+            WRITER_NAMES.join(", ")
+        ))),
+    }
 }
 
 /// An agent that writes and runs optimizer programs under a harness.

@@ -17,6 +17,7 @@ pub mod results;
 pub mod table;
 pub mod trajectory;
 
+use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::to_f64;
 use crate::records::{io_error as io, unix_seconds};
@@ -190,10 +191,11 @@ impl Bench {
     }
 
     /// Runs every run not yet finished, then analyses all of them and writes the results;
-    /// `None` when Ctrl-C stopped it (running it again resumes).
+    /// `None` when `cancel` stopped it (running it again resumes).
     pub fn run(
         &self,
         jobs: usize,
+        cancel: &CancelToken,
         observer: &mut dyn BenchObserver,
     ) -> Result<Option<BenchResults>> {
         let plan = self.plan();
@@ -224,6 +226,7 @@ impl Bench {
                 seed: planned.seed,
                 cpu_seconds: self.config.cpu_seconds,
                 jobs,
+                cancel: cancel.clone(),
                 quality: self.config.quality,
                 cost: default_cost_measure(&self.suite),
             };

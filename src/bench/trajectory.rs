@@ -8,7 +8,7 @@ use crate::search::evaluation::{Evaluation, TaskResult};
 
 /// One evaluation of a candidate (a harness or a program) on the search tasks.
 #[derive(Clone, Debug)]
-pub struct Step {
+pub struct TrajectoryStep {
     /// The evaluation.
     pub evaluation: Evaluation,
     /// Its validation, if the candidate was validated.
@@ -23,7 +23,7 @@ pub struct Trajectory {
     /// When the run started (seconds since the Unix epoch).
     pub started_at: f64,
     /// Every step.
-    pub steps: Vec<Step>,
+    pub steps: Vec<TrajectoryStep>,
 }
 
 /// What identifies a run in a benchmark.

@@ -3,7 +3,6 @@
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::error::{MiloError, Result, EXIT_OK};
-use crate::optimize::interrupt;
 use crate::search::evaluation::Quality;
 use clap::Args;
 use std::path::PathBuf;
@@ -54,7 +53,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         Some(dir) => Bench::resume(dir)?,
         None => start(args)?,
     };
-    let _ = ctrlc::set_handler(interrupt);
+    let cancel = super::cancel_on_ctrl_c();
     let config = bench.config();
     eprintln!(
         "milo: benchmarking {} on suite '{}' ({}), {} + {} seeds each, {} CPU seconds per run, \
@@ -68,7 +67,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         bench.dir().display(),
         bench.dir().display(),
     );
-    let Some(results) = bench.run(args.jobs, &mut Display)? else {
+    let Some(results) = bench.run(args.jobs, &cancel, &mut Display)? else {
         eprintln!(
             "milo: interrupted; resume with: milo bench --resume {}",
             bench.dir().display()

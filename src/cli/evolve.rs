@@ -1,8 +1,9 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
+use crate::cancel::CancelToken;
+use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
-use crate::optimize::interrupt;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
 use crate::search::lineage::{EventRecord, NodeRecord, RunConfig, LINEAGE_FILE};
@@ -58,11 +59,11 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     if args.jobs == 0 {
         return Err(MiloError::Usage("--jobs must be at least 1".into()));
     }
+    let cancel = super::cancel_on_ctrl_c();
     let mut search = match &args.resume {
-        Some(dir) => Search::resume(dir, args.jobs)?,
-        None => start(args)?,
+        Some(dir) => Search::resume(dir, args.jobs, cancel)?,
+        None => start(args, cancel)?,
     };
-    let _ = ctrlc::set_handler(interrupt);
     eprintln!(
         "milo: evolving harnesses on suite '{}' ({}; {} search / {} validation tasks) in {}; \
          Ctrl-C stops after recording the last finished step, --resume {} continues",
@@ -79,7 +80,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-fn start(args: &EvolveArgs) -> Result<Search> {
+fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
     if args.islands == 0 {
         return Err(MiloError::Usage("--islands must be at least 1".into()));
     }
@@ -117,10 +118,13 @@ fn start(args: &EvolveArgs) -> Result<Search> {
         attempts: args.attempts,
         writer: "builtin".into(),
         mutators: mutators::NAMES.iter().map(|s| s.to_string()).collect(),
+        orchestrator: ORCHESTRATORS[0].into(),
+        lineage_store: LINEAGE_STORES[0].into(),
+        executor: EXECUTORS[0].into(),
         cpu_seconds: None,
         components: Default::default(),
     };
-    Search::start(&dir, config, args.jobs)
+    Search::start(&dir, config, args.jobs, cancel)
 }
 
 /// Line-by-line live display on standard error.

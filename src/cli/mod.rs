@@ -10,8 +10,18 @@ mod report;
 mod suite;
 mod verify;
 
+use crate::cancel::CancelToken;
 use crate::error::{MiloError, EXIT_OK};
 use clap::{Parser, Subcommand};
+
+/// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
+/// installs it once).
+fn cancel_on_ctrl_c() -> CancelToken {
+    let cancel = CancelToken::new();
+    let handler = cancel.clone();
+    let _ = ctrlc::set_handler(move || handler.cancel());
+    cancel
+}
 
 /// Verify, improve and benchmark constructions for the EinsteinArena problems.
 #[derive(Parser, Debug)]

@@ -4,7 +4,6 @@ use super::print_json;
 use crate::construction::{read_values, write_values};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
-use crate::optimize::interrupt;
 use crate::problems::{by_slug, Direction};
 use crate::program::Program;
 use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
@@ -142,9 +141,9 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         }),
         evaluations: args.evaluations,
         jobs: args.jobs,
+        // Ctrl-C: stages wind down, the best so far is verified and written.
+        cancel: super::cancel_on_ctrl_c(),
     };
-    // Ctrl-C: stages wind down, the best so far is verified and written.
-    let _ = ctrlc::set_handler(interrupt);
     eprintln!(
         "milo: optimizing {} (n = {}) with program '{}'; Ctrl-C writes the best so far to {}",
         problem.slug(),

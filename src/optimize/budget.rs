@@ -1,22 +1,8 @@
 //! A budget of objective evaluations and wall-clock time, shared across optimisation stages.
 
+use crate::cancel::CancelToken;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Set by [`interrupt`] (e.g. from a Ctrl-C handler): every budget then refuses evaluations.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Makes every budget refuse further evaluations, so that running stages wind down and the
-/// runner can write the best construction so far. Safe to call from a signal handler thread.
-pub fn interrupt() {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Whether [`interrupt`] has been called.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
 
 /// Why a [`Budget`] refuses further evaluations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +11,7 @@ pub enum Exhaustion {
     Evaluations,
     /// The deadline has passed.
     Deadline,
-    /// The user interrupted the run.
+    /// The budget's [`CancelToken`] was cancelled (e.g. Ctrl-C).
     Interrupted,
 }
 
@@ -51,6 +37,8 @@ pub struct Budget {
     pub deadline: Option<Instant>,
     /// At most this many objective evaluations in total.
     pub max_evaluations: Option<u64>,
+    /// Once cancelled, the budget refuses every evaluation (so running stages wind down).
+    pub cancel: CancelToken,
     used: Cell<u64>,
 }
 
@@ -69,6 +57,13 @@ impl Budget {
     #[must_use]
     pub fn with_max_evaluations(mut self, max: u64) -> Self {
         self.max_evaluations = Some(max);
+        self
+    }
+
+    /// This budget cancelled with `cancel`.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = cancel;
         self
     }
 
@@ -104,7 +99,7 @@ impl Budget {
 
     /// Why no further evaluation is allowed, or `None` while some are.
     pub fn exhausted(&self) -> Option<Exhaustion> {
-        if interrupted() {
+        if self.cancel.is_cancelled() {
             return Some(Exhaustion::Interrupted);
         }
         if self.remaining_evaluations() == Some(0) {
@@ -153,6 +148,7 @@ impl Budget {
                 _ => None,
             },
             max_evaluations,
+            cancel: self.cancel.clone(),
             used: Cell::new(0),
         }
     }
@@ -187,5 +183,16 @@ mod tests {
         assert_eq!(s.max_evaluations, Some(3));
         assert_eq!(s.used(), 0);
         assert_eq!(Budget::unlimited().share(0.5).max_evaluations, None);
+    }
+
+    #[test]
+    fn a_cancelled_token_exhausts_the_budget_and_its_shares() {
+        let cancel = CancelToken::new();
+        let b = Budget::evaluations(10).with_cancel(cancel.clone());
+        let s = b.share(0.5);
+        assert!(b.exhausted().is_none() && s.exhausted().is_none());
+        cancel.cancel();
+        assert_eq!(b.try_spend(), Err(Exhaustion::Interrupted));
+        assert_eq!(s.exhausted(), Some(Exhaustion::Interrupted));
     }
 }

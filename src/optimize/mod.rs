@@ -16,7 +16,7 @@ pub mod param;
 #[cfg(test)]
 mod lbfgs_tests;
 
-pub use budget::{interrupt, interrupted, Budget, Exhaustion};
+pub use budget::{Budget, Exhaustion};
 pub use cascade::{cascade, BudgetSplit, CascadeOutcome, CascadeStage};
 pub use lbfgs::{minimise, LbfgsOutcome, LbfgsSettings};
 pub use mask::Mask;

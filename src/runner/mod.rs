@@ -10,7 +10,8 @@
 pub mod trace;
 
 use crate::error::{MiloError, Result};
-use crate::optimize::{interrupted, Budget};
+use crate::cancel::CancelToken;
+use crate::optimize::Budget;
 use crate::problems::{Direction, Problem};
 use crate::program::{Program, ResampleMethod, Step};
 use crate::stages::{self, StageOutcome};
@@ -19,8 +20,8 @@ use rayon::prelude::*;
 use std::time::Instant;
 pub use trace::{StageRecord, Trace, TracePoint};
 
-/// Budget, seed and parallelism of a run.
-#[derive(Clone, Copy, Debug)]
+/// Budget, seed, parallelism and cancellation of a run.
+#[derive(Clone, Debug)]
 pub struct RunSettings {
     /// Seed from which every stage's seed is derived.
     pub seed: u64,
@@ -30,6 +31,8 @@ pub struct RunSettings {
     pub evaluations: Option<u64>,
     /// Threads for independent restarts (1 = sequential).
     pub jobs: usize,
+    /// Cancelling it stops the run early (the best so far is still verified and returned).
+    pub cancel: CancelToken,
 }
 
 /// Hooks for watching a run (a progress bar, a log); every method has an empty default.
@@ -64,7 +67,7 @@ pub struct RunOutcome {
     pub evaluations: u64,
     /// Wall seconds.
     pub seconds: f64,
-    /// Whether the run was interrupted (Ctrl-C).
+    /// Whether the run was cancelled (e.g. Ctrl-C) through its settings' token.
     pub interrupted: bool,
 }
 
@@ -102,14 +105,14 @@ pub fn run_program(
 ) -> Result<RunOutcome> {
     problem.check(start).map_err(MiloError::Invalid)?;
     let started = Instant::now();
-    let mut budget = Budget::unlimited();
+    let mut budget = Budget::unlimited().with_cancel(settings.cancel.clone());
     if let Some(s) = settings.seconds {
         budget = budget.with_time_limit(std::time::Duration::from_secs_f64(s.max(0.0)));
     }
     if let Some(e) = settings.evaluations {
         budget = budget.with_max_evaluations(e);
     }
-    let mut runner = Runner::new(problem, start, *settings, started, observer);
+    let mut runner = Runner::new(problem, start, settings.clone(), started, observer);
     runner.run_steps(
         &program.steps,
         "steps",
@@ -134,7 +137,7 @@ pub fn run_program(
         trace: runner.trace,
         evaluations: runner.evaluations,
         seconds: started.elapsed().as_secs_f64(),
-        interrupted: interrupted(),
+        interrupted: settings.cancel.is_cancelled(),
     })
 }
 
@@ -222,7 +225,7 @@ impl<'a> Runner<'a> {
     ) -> Vec<f64> {
         let weights = step_weights(steps);
         for (i, step) in steps.iter().enumerate() {
-            if interrupted() {
+            if budget.cancel.is_cancelled() {
                 break;
             }
             let rest: f64 = weights[i..].iter().sum();
@@ -309,10 +312,10 @@ impl<'a> Runner<'a> {
         let per_run_evaluations = budget.remaining_evaluations().map(|r| r / count as u64);
         let deadline = budget.deadline;
         let problem = self.problem;
-        let settings = self.settings;
+        let settings = self.settings.clone();
         let started = self.started;
         let run_one = |r: usize| {
-            let mut sub_budget = Budget::unlimited();
+            let mut sub_budget = Budget::unlimited().with_cancel(settings.cancel.clone());
             if let Some(d) = deadline {
                 sub_budget = sub_budget.with_deadline(d);
             }
@@ -320,7 +323,7 @@ impl<'a> Runner<'a> {
                 sub_budget = sub_budget.with_max_evaluations(e);
             }
             let mut silent = Silent;
-            let mut sub = Runner::new(problem, &current, settings, started, &mut silent);
+            let mut sub = Runner::new(problem, &current, settings.clone(), started, &mut silent);
             let here = format!("{path}<restart {r}>");
             let end = sub.run_steps(
                 body,
@@ -555,6 +558,7 @@ mod tests {
             seconds: None,
             evaluations: Some(10),
             jobs: 1,
+            cancel: CancelToken::new(),
         };
         let outcome =
             run_program(problem.as_ref(), &start, &program, &settings, &mut Silent).unwrap();

@@ -1,5 +1,5 @@
-//! Evaluation of a harness: the built-in (or any) optimizer-writing agent runs under it on every
-//! task, `attempts` times each, in parallel over `jobs` threads.
+//! Evaluation of a harness: an optimizer-writing agent (chosen by name) runs under it on every
+//! task, `attempts` times each, as [`AttemptTask`]s handed to an [`Executor`].
 //!
 //! Per task: start and end exact scores, the gain in units of the problem's `min_improvement`
 //! (0 without a valid improvement), objective evaluations, CPU and wall seconds. The fitness
@@ -8,16 +8,17 @@
 //! as a [`Discovery`]; the search saves those that beat the suite's record or the run's best.
 
 use super::hypervolume::Fitness;
-use crate::agent::{Assignment, Attempt, OptimizerWriter};
-use crate::error::{MiloError, Result};
+use crate::agent::Attempt;
+use crate::cancel::CancelToken;
+use crate::error::Result;
 use crate::exact::rational::{decimal_string, to_f64};
+use crate::executor::{AttemptTask, Executor};
 use crate::harness::{Evidence, Harness};
 use crate::problems::Problem;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::suite::{Split, Task};
 use num_rational::BigRational;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -49,8 +50,8 @@ pub struct EvaluationSettings<'a> {
     pub problem: &'a dyn Problem,
     /// Attempts per task (each with its own derived seed).
     pub attempts: usize,
-    /// Threads.
-    pub jobs: usize,
+    /// The writer's name (the executor finds it by name).
+    pub writer: &'a str,
     /// Quality aggregation.
     pub quality: Quality,
     /// Cost measure.
@@ -114,6 +115,15 @@ pub struct Discovery {
     pub exact: BigRational,
 }
 
+/// A writer's failure on one attempt of an evaluation (the search records it as an event).
+#[derive(Debug)]
+pub struct WriterFailure {
+    /// The task whose attempt failed.
+    pub task: String,
+    /// The writer's error.
+    pub error: crate::error::MiloError,
+}
+
 /// The seed of attempt `attempt` on `task`: the same for every harness (common random numbers).
 pub fn attempt_seed(task: &Task, attempt: usize) -> u64 {
     derive_seed(task.seed, attempt as u64)
@@ -129,43 +139,53 @@ pub fn gain(problem: &dyn Problem, start: &BigRational, end: &BigRational) -> f6
     difference / spec.min_improvement
 }
 
-/// Runs `writer` under `harness` on every task; also returns each task's best improvement.
+/// Runs the settings' writer under `harness` on every task through `executor`; also returns
+/// each task's best improvement. The outer error is the executor's; the inner one the first
+/// writer failure (the evaluation is then incomplete and has no fitness).
 pub fn evaluate(
-    writer: &dyn OptimizerWriter,
+    executor: &dyn Executor,
     harness: &Harness,
     tasks: &[&Task],
     settings: &EvaluationSettings,
-) -> Result<(Evaluation, Vec<Discovery>)> {
+    cancel: &CancelToken,
+) -> Result<std::result::Result<(Evaluation, Vec<Discovery>), WriterFailure>> {
     let started = Instant::now();
     let jobs: Vec<(usize, usize)> = (0..tasks.len())
         .flat_map(|t| (0..settings.attempts.max(1)).map(move |a| (t, a)))
         .collect();
-    let run = |&(t, a): &(usize, usize)| -> Result<Attempt> {
-        let task = tasks[t];
-        let assignment = Assignment {
-            problem: settings.problem,
-            start: &task.start.values,
-            start_exact: &task.start.exact,
-            parent: &task.program,
-            seconds: task.budget.seconds,
-            evaluations: task.budget.evaluations,
-            seed: attempt_seed(task, a),
-            library: settings.library,
-        };
-        writer.solve(harness, &assignment)
-    };
-    let attempts: Vec<Result<Attempt>> = if settings.jobs > 1 {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(settings.jobs)
-            .build()
-            .map_err(|e| MiloError::Usage(format!("cannot start {} threads: {e}", settings.jobs)))?
-            .install(|| jobs.par_iter().map(run).collect())
-    } else {
-        jobs.iter().map(run).collect()
-    };
+    let harness_text = harness.to_toml();
+    let library: Vec<String> = settings.library.iter().map(Program::to_toml).collect();
+    let descriptions: Vec<AttemptTask> = jobs
+        .iter()
+        .map(|&(t, a)| {
+            let task = tasks[t];
+            AttemptTask {
+                task: task.id.clone(),
+                problem: settings.problem.slug().to_string(),
+                start: task.start.values.to_vec(),
+                start_exact: task.start.exact.clone(),
+                parent: task.program.to_toml(),
+                seconds: task.budget.seconds,
+                evaluations: task.budget.evaluations,
+                seed: attempt_seed(task, a),
+                writer: settings.writer.to_string(),
+                harness: harness_text.clone(),
+                library: library.clone(),
+            }
+        })
+        .collect();
+    let attempts = executor.run(&descriptions, cancel)?;
     let mut per_task: Vec<Vec<(usize, Attempt)>> = vec![Vec::new(); tasks.len()];
     for (&(t, a), attempt) in jobs.iter().zip(attempts) {
-        per_task[t].push((a, attempt?));
+        match attempt {
+            Ok(attempt) => per_task[t].push((a, attempt)),
+            Err(error) => {
+                return Ok(Err(WriterFailure {
+                    task: tasks[t].id.clone(),
+                    error,
+                }))
+            }
+        }
     }
 
     let problem = settings.problem;
@@ -212,10 +232,10 @@ pub fn evaluate(
         });
     }
     let wall = started.elapsed().as_secs_f64();
-    Ok((
+    Ok(Ok((
         summarise(results, settings.quality, settings.cost, wall),
         discoveries,
-    ))
+    )))
 }
 
 impl Evaluation {

@@ -1,6 +1,6 @@
 //! The lineage memory: an append-only, on-disk record of everything the search tried.
 //!
-//! A run directory holds `lineage.jsonl` (one [`Record`] per line, appended, flushed and synced
+//! A run directory holds `lineage.jsonl` (one [`LineageRecord`] per line, appended, flushed and synced
 //! before the next step) and `harnesses/<hash>.toml` (every harness, content-addressed). Nodes
 //! form per-island trees; rejected children stay as negative evidence; a node whose co-parent
 //! lives on another island is a graft edge; orchestrator moves are events with their diagnosis.
@@ -36,16 +36,38 @@ pub struct RunConfig {
     pub cost: super::evaluation::CostMeasure,
     /// Attempts per task.
     pub attempts: usize,
-    /// The agent that writes programs.
+    /// The agent that writes programs, by name (see [`super::parts`]).
     pub writer: String,
-    /// The mutator of each island at the start (island i gets `mutators[i % len]`).
+    /// The mutator of each island at the start (island i gets `mutators[i % len]`); also the
+    /// pool the orchestrator reassigns islands from. Names as [`super::parts`] knows them.
     pub mutators: Vec<String>,
+    /// The orchestrator, by name (absent in older lineages: the built-in one).
+    #[serde(default = "default_orchestrator")]
+    pub orchestrator: String,
+    /// The lineage store, by name (absent in older lineages: the JSON-lines store).
+    #[serde(default = "default_lineage_store")]
+    pub lineage_store: String,
+    /// The executor of attempts, by name (absent in older lineages: local threads).
+    #[serde(default = "default_executor")]
+    pub executor: String,
     /// Stop once the search tasks' CPU seconds, summed over nodes, reach this (benchmarks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
     /// Which of MILO's components are on (all, unless a benchmark ablates some).
     #[serde(default)]
     pub components: Components,
+}
+
+fn default_orchestrator() -> String {
+    super::parts::ORCHESTRATORS[0].into()
+}
+
+fn default_lineage_store() -> String {
+    super::parts::LINEAGE_STORES[0].into()
+}
+
+fn default_executor() -> String {
+    super::parts::EXECUTORS[0].into()
 }
 
 /// How a parent is picked from an island's admitted set.
@@ -185,16 +207,34 @@ pub struct EventRecord {
     pub action: Move,
 }
 
+/// A part's failure in an island's step (the island skips that round; see
+/// [`super::evolve`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailureRecord {
+    /// The round of the step.
+    pub round: usize,
+    /// The island.
+    pub island: usize,
+    /// Which part failed: `mutator` or `writer`.
+    pub part: String,
+    /// The part's name.
+    pub name: String,
+    /// What went wrong, in one line.
+    pub message: String,
+}
+
 /// One line of `lineage.jsonl`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
-pub enum Record {
+pub enum LineageRecord {
     /// The run's settings (first line).
     Started(RunConfig),
     /// A harness and its evaluation and verdict.
     Node(Box<NodeRecord>),
     /// An orchestrator move.
     Event(EventRecord),
+    /// A mutator or a writer failed; the island skipped the round (absent in older lineages).
+    Failure(FailureRecord),
     /// A round finished (all islands stepped, the orchestrator consulted).
     RoundEnd {
         /// The round.
@@ -205,7 +245,7 @@ pub enum Record {
 /// Where lineage records and harness files go.
 pub trait LineageStore {
     /// Appends a record durably (it survives a kill right after this returns).
-    fn append(&mut self, record: &Record) -> Result<()>;
+    fn append(&mut self, record: &LineageRecord) -> Result<()>;
     /// Stores a harness under its content hash (idempotent).
     fn put_harness(&mut self, harness: &Harness) -> Result<String>;
     /// Reads a stored harness back.
@@ -215,7 +255,7 @@ pub trait LineageStore {
 /// The on-disk lineage store: `lineage.jsonl` plus `harnesses/`.
 pub struct JsonlLineage {
     dir: PathBuf,
-    log: AppendLog<Record>,
+    log: AppendLog<LineageRecord>,
 }
 
 /// Name of the record file in a run directory.
@@ -240,7 +280,7 @@ impl JsonlLineage {
 
     /// Opens an existing run directory: its records (a torn last line is dropped and cut off the
     /// file) and the store, ready to append.
-    pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<Record>)> {
+    pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<LineageRecord>)> {
         let (log, records) = AppendLog::open(&dir.join(LINEAGE_FILE))?;
         let lineage = JsonlLineage {
             dir: dir.to_path_buf(),
@@ -256,7 +296,7 @@ impl JsonlLineage {
 }
 
 impl LineageStore for JsonlLineage {
-    fn append(&mut self, record: &Record) -> Result<()> {
+    fn append(&mut self, record: &LineageRecord) -> Result<()> {
         self.log.append(record)
     }
 
@@ -293,6 +333,9 @@ mod tests {
             attempts: 1,
             writer: "builtin".into(),
             mutators: vec!["tuner".into()],
+            orchestrator: "builtin".into(),
+            lineage_store: "jsonl".into(),
+            executor: "local-threads".into(),
             cpu_seconds: None,
             components: Components::default(),
         }
@@ -302,8 +345,8 @@ mod tests {
     fn records_round_trip_and_a_torn_last_line_is_dropped_and_cut() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = JsonlLineage::create(dir.path()).unwrap();
-        store.append(&Record::Started(config())).unwrap();
-        store.append(&Record::RoundEnd { round: 1 }).unwrap();
+        store.append(&LineageRecord::Started(config())).unwrap();
+        store.append(&LineageRecord::RoundEnd { round: 1 }).unwrap();
         drop(store);
         let path = dir.path().join(LINEAGE_FILE);
         let mut text = std::fs::read_to_string(&path).unwrap();
@@ -313,12 +356,37 @@ mod tests {
         let (mut store, records) = JsonlLineage::open(dir.path()).unwrap();
         assert_eq!(
             records,
-            vec![Record::Started(config()), Record::RoundEnd { round: 1 }]
+            vec![LineageRecord::Started(config()), LineageRecord::RoundEnd { round: 1 }]
         );
-        store.append(&Record::RoundEnd { round: 2 }).unwrap();
-        let (records, _) = read_records::<Record>(&path).unwrap();
+        store.append(&LineageRecord::RoundEnd { round: 2 }).unwrap();
+        let (records, _) = read_records::<LineageRecord>(&path).unwrap();
         assert_eq!(records.len(), 3);
-        assert_eq!(records[2], Record::RoundEnd { round: 2 });
+        assert_eq!(records[2], LineageRecord::RoundEnd { round: 2 });
+    }
+
+    #[test]
+    fn an_older_started_record_loads_with_the_default_parts() {
+        let mut value = serde_json::to_value(LineageRecord::Started(config())).unwrap();
+        let object = value.as_object_mut().unwrap();
+        for key in ["orchestrator", "lineage_store", "executor"] {
+            object.remove(key).unwrap();
+        }
+        let back: LineageRecord = serde_json::from_value(value).unwrap();
+        assert_eq!(back, LineageRecord::Started(config()));
+    }
+
+    #[test]
+    fn a_failure_record_round_trips() {
+        let failure = LineageRecord::Failure(FailureRecord {
+            round: 3,
+            island: 1,
+            part: "writer".into(),
+            name: "builtin".into(),
+            message: "task t: boom".into(),
+        });
+        let text = serde_json::to_string(&failure).unwrap();
+        assert!(text.starts_with("{\"record\":\"failure\""), "{text}");
+        assert_eq!(serde_json::from_str::<LineageRecord>(&text).unwrap(), failure);
     }
 
     #[test]
@@ -330,7 +398,7 @@ mod tests {
             "{\"record\":\"round_end\",\"round\":1}\nnot json\n{}\n",
         )
         .unwrap();
-        let err = read_records::<Record>(&path).unwrap_err().to_string();
+        let err = read_records::<LineageRecord>(&path).unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(JsonlLineage::create(dir.path()).is_err());
     }

@@ -1,11 +1,12 @@
 //! The MILO search: islands of harnesses, Pareto admission, parent selection, mutators, the
 //! orchestrator, and the append-only lineage that remembers everything.
 //!
-//! - [`evaluation`]: a harness's fitness over tasks (the agent runs under it);
+//! - [`evaluation`]: a harness's fitness over tasks (the agent runs under it, through an executor);
 //! - [`hypervolume`], [`admission`]: exact 3-D hypervolume and the admission rule;
 //! - [`selection`], [`similarity`]: parent selection by dominance against behavioural crowding;
 //! - [`lineage`]: records and the on-disk store; [`state`]: the state they replay to;
-//! - [`mutators`]: the pool of built-in mutators; [`orchestrator`]: moves when islands stall.
+//! - [`mutators`]: the pool of built-in mutators; [`orchestrator`]: moves when islands stall;
+//! - [`parts`]: the registry of parts chosen by name; [`evolve`]: the loop assembled from them.
 
 pub mod admission;
 pub mod evaluation;
@@ -14,6 +15,7 @@ pub mod hypervolume;
 pub mod lineage;
 pub mod mutators;
 pub mod orchestrator;
+pub mod parts;
 pub mod selection;
 pub mod similarity;
 pub mod state;

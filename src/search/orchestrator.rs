@@ -588,14 +588,14 @@ mod tests {
     use crate::search::admission::Verdict;
     use crate::search::evaluation::{CostMeasure, Evaluation, Quality, TaskResult};
     use crate::search::hypervolume::Fitness;
-    use crate::search::lineage::{Record, RunConfig};
+    use crate::search::lineage::{LineageRecord, RunConfig};
     use crate::suite::Split;
 
     const POOL: [&str; 4] = ["tuner", "structural", "evidence", "breeder"];
 
     /// Builds a lineage record by record: nodes get ids `n0000`, `n0001`, … in order.
     struct Lineage {
-        records: Vec<Record>,
+        records: Vec<LineageRecord>,
         next: usize,
         round: usize,
     }
@@ -619,7 +619,7 @@ mod tests {
                 components: Default::default(),
             };
             Lineage {
-                records: vec![Record::Started(config)],
+                records: vec![LineageRecord::Started(config)],
                 next: 0,
                 round: 0,
             }
@@ -664,7 +664,7 @@ mod tests {
                 },
                 gains: gains.to_vec(),
             };
-            self.records.push(Record::Node(Box::new(NodeRecord {
+            self.records.push(LineageRecord::Node(Box::new(NodeRecord {
                 id: id.clone(),
                 island,
                 round: self.round,
@@ -700,7 +700,7 @@ mod tests {
 
         /// Ends the current round and starts the next.
         fn end_round(&mut self) {
-            self.records.push(Record::RoundEnd { round: self.round });
+            self.records.push(LineageRecord::RoundEnd { round: self.round });
             self.round += 1;
         }
 
@@ -718,7 +718,7 @@ mod tests {
     fn after(state: &SearchState, events: &[EventRecord]) -> SearchState {
         let mut state = state.clone();
         for event in events {
-            state.apply(&Record::Event(event.clone()));
+            state.apply(&LineageRecord::Event(event.clone()));
         }
         state
     }
@@ -840,7 +840,7 @@ mod tests {
         // The same graft is not proposed again while pending, nor after it was made.
         assert!(consult(&moved, 2, &["t0", "t1"]).is_empty());
         let mut l2 = l;
-        l2.records.extend(events.into_iter().map(Record::Event));
+        l2.records.extend(events.into_iter().map(LineageRecord::Event));
         l2.node(0, &[&s0, "n0005"], &[0.7, 0.7], true, 1.0, None);
         l2.end_round();
         l2.child(0, &s0, &[0.7, 0.6], true);
@@ -955,7 +955,7 @@ mod tests {
 
         // Stalled again with nothing new learned: the same task set is not proposed twice.
         let mut l2 = l;
-        l2.records.extend(events.into_iter().map(Record::Event));
+        l2.records.extend(events.into_iter().map(LineageRecord::Event));
         l2.end_round();
         l2.end_round();
         let again = consult(&l2.state(), 2, &all);

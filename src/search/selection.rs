@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 /// A member of an island's admitted set, as parent selection sees it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
+pub struct MemberScores {
     /// Its fitness vector.
     pub fitness: Fitness,
     /// Its gain on each search task (same task order for every candidate).
@@ -48,7 +48,7 @@ impl Default for SelectionParams {
 /// The probability of picking each candidate as parent (see the module documentation). Errors on
 /// no candidates, gain vectors of different lengths or bad gains, and bad parameters.
 pub fn selection_probabilities(
-    candidates: &[Candidate],
+    candidates: &[MemberScores],
     params: &SelectionParams,
 ) -> Result<Vec<f64>> {
     check(candidates, params)?;
@@ -77,7 +77,7 @@ pub fn selection_probabilities(
 /// Picks a parent index with [`selection_probabilities`], drawing from `rng` (deterministic for a
 /// seeded rng).
 pub fn select_parent(
-    candidates: &[Candidate],
+    candidates: &[MemberScores],
     params: &SelectionParams,
     rng: &mut impl rand::Rng,
 ) -> Result<usize> {
@@ -88,7 +88,7 @@ pub fn select_parent(
 }
 
 /// Rejects an empty candidate set and parameters outside their ranges.
-fn check(candidates: &[Candidate], params: &SelectionParams) -> Result<()> {
+fn check(candidates: &[MemberScores], params: &SelectionParams) -> Result<()> {
     if candidates.is_empty() {
         return Err(MiloError::Usage(
             "no candidates to select a parent from".into(),
@@ -116,8 +116,8 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 
-    fn candidate(quality: f64, cost: f64, latency: f64, gains: &[f64]) -> Candidate {
-        Candidate {
+    fn candidate(quality: f64, cost: f64, latency: f64, gains: &[f64]) -> MemberScores {
+        MemberScores {
             fitness: Fitness {
                 quality,
                 cost,
@@ -225,7 +225,7 @@ mod tests {
         assert!(e.to_string().contains("temperature is 0"), "{e}");
     }
 
-    fn any_candidate() -> impl Strategy<Value = Candidate> {
+    fn any_candidate() -> impl Strategy<Value = MemberScores> {
         (
             0.0..3.0f64,
             0.1..2.0f64,

@@ -4,7 +4,7 @@
 //! (replaying `lineage.jsonl`) reach the same state.
 
 use super::hypervolume::{reference_for, Fitness};
-use super::lineage::{EventRecord, Move, NodeRecord, Record, RunConfig};
+use super::lineage::{EventRecord, FailureRecord, LineageRecord, Move, NodeRecord, RunConfig};
 use std::collections::{HashMap, HashSet};
 
 /// One island: a tree of harnesses with its own mutator, admitted set and reference point.
@@ -54,6 +54,8 @@ pub struct SearchState {
     pub nodes: Vec<NodeRecord>,
     /// Every orchestrator move.
     pub events: Vec<EventRecord>,
+    /// Every recorded failure of a mutator or a writer.
+    pub failures: Vec<FailureRecord>,
     /// The islands.
     pub islands: Vec<Island>,
     /// The search task ids after a curriculum move (None: the suite's search tasks).
@@ -67,7 +69,7 @@ pub struct SearchState {
 
 impl SearchState {
     /// The state after `records`, in order.
-    pub fn replay(records: &[Record]) -> SearchState {
+    pub fn replay(records: &[LineageRecord]) -> SearchState {
         let mut state = SearchState::default();
         for record in records {
             state.apply(record);
@@ -76,17 +78,18 @@ impl SearchState {
     }
 
     /// Applies one record.
-    pub fn apply(&mut self, record: &Record) {
+    pub fn apply(&mut self, record: &LineageRecord) {
         match record {
-            Record::Started(config) => {
+            LineageRecord::Started(config) => {
                 self.islands = (0..config.islands)
                     .map(|i| Island::new(i, config.mutators[i % config.mutators.len()].clone()))
                     .collect();
                 self.config = Some(config.clone());
             }
-            Record::Node(node) => self.add_node(node),
-            Record::Event(event) => self.apply_move(event),
-            Record::RoundEnd { round } => {
+            LineageRecord::Node(node) => self.add_node(node),
+            LineageRecord::Event(event) => self.apply_move(event),
+            LineageRecord::Failure(failure) => self.failures.push(failure.clone()),
+            LineageRecord::RoundEnd { round } => {
                 for island in &mut self.islands {
                     if island.improved_this_round {
                         island.stalled_rounds = 0;
@@ -177,11 +180,16 @@ impl SearchState {
         self.index.get(id).map(|&i| &self.nodes[i])
     }
 
-    /// Whether island `island` already has its node for `round` (a resumed run skips it).
-    pub fn has_node(&self, round: usize, island: usize) -> bool {
+    /// Whether island `island`'s step of `round` is recorded — its node, or a failure (a resumed
+    /// run skips it).
+    pub fn has_step(&self, round: usize, island: usize) -> bool {
         self.nodes
             .iter()
             .any(|n| n.round == round && n.island == island)
+            || self
+                .failures
+                .iter()
+                .any(|f| f.round == round && f.island == island)
     }
 
     /// The admitted nodes of an island, in admission order.

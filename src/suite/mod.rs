@@ -28,6 +28,7 @@
 
 pub mod freeze;
 
+use crate::cancel::CancelToken;
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::parse_decimal;
@@ -234,13 +235,14 @@ pub struct Task {
 }
 
 impl Task {
-    /// The runner settings of this task's run with one thread.
-    pub fn run_settings(&self) -> RunSettings {
+    /// The runner settings of this task's run with one thread, cancelled by `cancel`.
+    pub fn run_settings(&self, cancel: CancelToken) -> RunSettings {
         RunSettings {
             seed: self.seed,
             seconds: self.budget.seconds,
             evaluations: self.budget.evaluations,
             jobs: 1,
+            cancel,
         }
     }
 }

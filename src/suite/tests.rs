@@ -104,8 +104,8 @@ fn tasks_are_the_product_with_stable_ids_and_a_disjoint_split() {
     assert!(validation.contains(&"a/resolution-cascade/s9"));
     let task = suite.task("b/third-default/s2").unwrap();
     assert_eq!((task.seed, task.split), (2, Split::Search));
-    assert_eq!(task.run_settings().evaluations, Some(100));
-    assert_eq!(task.run_settings().seconds, None);
+    assert_eq!(task.run_settings(Default::default()).evaluations, Some(100));
+    assert_eq!(task.run_settings(Default::default()).seconds, None);
     assert!(suite.task("b/third-default/s3").is_none());
 }
 

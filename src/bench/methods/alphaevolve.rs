@@ -8,13 +8,12 @@
 
 use super::log::{BaselineLog, StepRecord};
 use super::{Method, RunContext};
-use crate::agent::VerbatimWriter;
+use crate::agent::{VerbatimWriter, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::edits::{self, EditContext};
 use crate::harness::seed_harnesses;
 use crate::harness::EditKind;
-use crate::optimize::interrupted;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::suite::{sha256_hex, Task};
@@ -142,7 +141,7 @@ impl Method for ProgramEvolution {
         let mut seen: HashSet<String> =
             log.steps.iter().filter_map(|s| s.program.clone()).collect();
         while log.cpu_seconds() < ctx.cpu_seconds {
-            if interrupted() {
+            if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
             let index = log.steps.len();
@@ -185,12 +184,12 @@ impl Method for ProgramEvolution {
             };
             let text = program.to_toml();
             let evaluation = ctx.evaluate(
-                &VerbatimWriter,
+                VerbatimWriter.name(),
                 harness,
                 &with_program(&tasks, &program),
                 &[],
             )?;
-            if interrupted() {
+            if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
             seen.insert(text.clone());
@@ -209,8 +208,8 @@ impl Method for ProgramEvolution {
             if let Some(best) = log.best(ctx.cpu_seconds) {
                 let program = parse(&log.steps[best])?;
                 let tasks = with_program(&ctx.validation_tasks(), &program);
-                let evaluation = ctx.evaluate(&VerbatimWriter, harness, &tasks, &[])?;
-                if interrupted() {
+                let evaluation = ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])?;
+                if ctx.cancel.is_cancelled() {
                     return Ok(None);
                 }
                 log.validation(best, evaluation)?;

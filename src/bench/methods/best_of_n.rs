@@ -4,11 +4,10 @@
 
 use super::log::{BaselineLog, StepRecord};
 use super::{Method, RunContext};
-use crate::agent::BuiltinWriter;
+use crate::agent::{BuiltinWriter, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::seed_harnesses;
-use crate::optimize::interrupted;
 use crate::runner::derive_seed;
 
 /// The Best-of-N baseline.
@@ -23,7 +22,7 @@ impl Method for BestOfN {
         let mut log = BaselineLog::open(ctx.dir)?;
         let seeds = seed_harnesses();
         while log.cpu_seconds() < ctx.cpu_seconds {
-            if interrupted() {
+            if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
             let k = log.steps.len();
@@ -34,8 +33,8 @@ impl Method for BestOfN {
                     task.seed = derive_seed(derive_seed(task.seed, ctx.seed), sample as u64);
                 }
             }
-            let evaluation = ctx.evaluate(&BuiltinWriter, harness, &tasks, &[])?;
-            if interrupted() {
+            let evaluation = ctx.evaluate(BuiltinWriter.name(), harness, &tasks, &[])?;
+            if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
             log.step(StepRecord {
@@ -53,8 +52,8 @@ impl Method for BestOfN {
             if let Some(best) = log.best(ctx.cpu_seconds) {
                 let harness = &seeds[best % seeds.len()];
                 let evaluation =
-                    ctx.evaluate(&BuiltinWriter, harness, &ctx.validation_tasks(), &[])?;
-                if interrupted() {
+                    ctx.evaluate(BuiltinWriter.name(), harness, &ctx.validation_tasks(), &[])?;
+                if ctx.cancel.is_cancelled() {
                     return Ok(None);
                 }
                 log.validation(best, evaluation)?;

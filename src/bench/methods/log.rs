@@ -1,7 +1,7 @@
 //! The record file of a baseline run (`steps.jsonl`): every evaluation it made, and the
 //! validation of its best candidate; a killed run resumes from it.
 
-use super::super::trajectory::{best_candidate, within_budget, Step, Trajectory};
+use super::super::trajectory::{best_candidate, within_budget, TrajectoryStep, Trajectory};
 use crate::error::Result;
 use crate::records::{unix_seconds, AppendLog};
 use crate::search::evaluation::Evaluation;
@@ -119,7 +119,7 @@ impl BaselineLog {
         let steps = self
             .steps
             .iter()
-            .map(|s| Step {
+            .map(|s| TrajectoryStep {
                 evaluation: s.evaluation.clone(),
                 validation: self
                     .validation

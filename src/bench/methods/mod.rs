@@ -15,8 +15,9 @@ pub mod log;
 pub mod search;
 
 use super::trajectory::Trajectory;
-use crate::agent::OptimizerWriter;
+use crate::cancel::CancelToken;
 use crate::error::Result;
+use crate::executor::LocalThreads;
 use crate::harness::Harness;
 use crate::program::Program;
 use crate::search::evaluation::{evaluate, CostMeasure, Evaluation, EvaluationSettings, Quality};
@@ -35,6 +36,8 @@ pub struct RunContext<'a> {
     pub cpu_seconds: f64,
     /// Threads.
     pub jobs: usize,
+    /// Cancelled on Ctrl-C: the run stops (and resumes later from its records).
+    pub cancel: CancelToken,
     /// Quality aggregation.
     pub quality: Quality,
     /// Cost measure.
@@ -42,10 +45,11 @@ pub struct RunContext<'a> {
 }
 
 impl RunContext<'_> {
-    /// Evaluates `harness` under `writer` on `tasks` (no library of earlier programs).
+    /// Evaluates `harness` under the writer called `writer` on `tasks`, on `jobs` local
+    /// threads; a writer's failure is the run's error.
     pub fn evaluate(
         &self,
-        writer: &dyn OptimizerWriter,
+        writer: &str,
         harness: &Harness,
         tasks: &[Task],
         library: &[Program],
@@ -54,12 +58,16 @@ impl RunContext<'_> {
         let settings = EvaluationSettings {
             problem: self.suite.problem.as_ref(),
             attempts: 1,
-            jobs: self.jobs,
+            writer,
             quality: self.quality,
             cost: self.cost,
             library,
         };
-        Ok(evaluate(writer, harness, &refs, &settings)?.0)
+        let executor = LocalThreads::new(self.jobs);
+        match evaluate(&executor, harness, &refs, &settings, &self.cancel)? {
+            Ok((evaluation, _)) => Ok(evaluation),
+            Err(failure) => Err(failure.error),
+        }
     }
 
     /// The suite's search tasks.

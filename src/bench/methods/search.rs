@@ -9,12 +9,13 @@
 //! | `ladder-d` | 3 | the pool | Pareto/crowding | yes | no |
 //! | `ladder-e` = `milo` | 3 | the pool | Pareto/crowding | yes | yes |
 
-use super::super::trajectory::{Step, Trajectory};
+use super::super::trajectory::{TrajectoryStep, Trajectory};
 use super::{Method, RunContext};
 use crate::error::Result;
 use crate::search::evolve::{Search, SearchObserver, Stop};
 use crate::search::lineage::{Components, ParentChoice, RunConfig, LINEAGE_FILE};
 use crate::search::mutators;
+use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 
 /// Islands of the island rungs (as `milo evolve`'s default).
 const ISLANDS: usize = 3;
@@ -91,7 +92,7 @@ impl Method for SearchVariant {
 
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut search = if ctx.dir.join(LINEAGE_FILE).exists() {
-            Search::resume(ctx.dir, ctx.jobs)?
+            Search::resume(ctx.dir, ctx.jobs, ctx.cancel.clone())?
         } else {
             let config = RunConfig {
                 suite: ctx.suite.path.clone(),
@@ -105,10 +106,13 @@ impl Method for SearchVariant {
                 attempts: 1,
                 writer: "builtin".into(),
                 mutators: self.mutators.iter().map(|m| m.to_string()).collect(),
+                orchestrator: ORCHESTRATORS[0].into(),
+                lineage_store: LINEAGE_STORES[0].into(),
+                executor: EXECUTORS[0].into(),
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
             };
-            Search::start(ctx.dir, config, ctx.jobs)?
+            Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };
         if search.run(&mut Quiet)? == Stop::Interrupted {
             return Ok(None);
@@ -117,7 +121,7 @@ impl Method for SearchVariant {
             .state()
             .nodes
             .iter()
-            .map(|node| Step {
+            .map(|node| TrajectoryStep {
                 evaluation: node.evaluation.clone(),
                 validation: node.validation.clone(),
                 at: node.at,

@@ -7,7 +7,7 @@
 
 use super::structural::Structural;
 use super::tuner::Tuner;
-use super::{MutationContext, Mutator, Proposal};
+use super::{MutationError, MutationContext, Mutator, Proposal};
 use crate::search::evaluation::{CostMeasure, Quality};
 use crate::search::lineage::NodeRecord;
 
@@ -19,7 +19,7 @@ impl Mutator for Blind {
         "blind"
     }
 
-    fn propose(&self, ctx: &MutationContext) -> Option<Proposal> {
+    fn propose(&self, ctx: &MutationContext) -> Result<Proposal, MutationError> {
         let (node, harness) = ctx.parent;
         let unseen = NodeRecord {
             evaluation: node
@@ -43,6 +43,6 @@ impl Mutator for Blind {
         proposal
             .evidence
             .retain(|line| !line.starts_with("diagnosis"));
-        Some(proposal)
+        Ok(proposal)
     }
 }

@@ -14,7 +14,7 @@
 //! 0 result leaves the kind out); the rules as the union of both parents' rules deduplicated by
 //! `when`, a shared `when` taking either parent's rule. The child differs from both parents.
 
-use super::{fresh, policy_hash, tuner, Candidate, Diagnosis, MutationContext, Mutator, Proposal};
+use super::{MutationError, fresh, policy_hash, tuner, DraftChild, Diagnosis, MutationContext, Mutator, Proposal};
 use crate::harness::{kind_key, EditKind, Harness, Rule};
 use crate::search::lineage::NodeRecord;
 use rand::Rng;
@@ -28,7 +28,7 @@ impl Mutator for Breeder {
         "breeder"
     }
 
-    fn propose(&self, ctx: &MutationContext) -> Option<Proposal> {
+    fn propose(&self, ctx: &MutationContext) -> Result<Proposal, MutationError> {
         let diagnosis = Diagnosis::of(ctx);
         let (parent_node, parent) = ctx.parent;
         let mut lines = diagnosis.lines();
@@ -119,7 +119,7 @@ enum Source {
 }
 
 /// A uniform crossover of `a` (the parent) and `b` (the co-parent); see the module doc.
-fn cross(a: &Harness, b: &Harness, b_better: bool, rng: &mut impl Rng) -> Candidate {
+fn cross(a: &Harness, b: &Harness, b_better: bool, rng: &mut impl Rng) -> DraftChild {
     let mut child = a.clone();
     let mut from_co = Vec::new();
     macro_rules! scalar {

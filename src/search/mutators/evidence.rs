@@ -11,8 +11,8 @@
 //! child was admitted and against it if it was rejected; the most favoured edit gains weight and
 //! the most disfavoured loses some (unless it addresses the dominant evidence).
 
-use super::{
-    addresses, evidence_key, fresh, mean_weight, round_sig, Candidate, Diagnosis, MutationContext,
+use super::{MutationError, 
+    addresses, evidence_key, fresh, mean_weight, round_sig, DraftChild, Diagnosis, MutationContext,
     Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Evidence, Harness, Rule};
@@ -28,7 +28,7 @@ impl Mutator for EvidenceDriven {
         "evidence"
     }
 
-    fn propose(&self, ctx: &MutationContext) -> Option<Proposal> {
+    fn propose(&self, ctx: &MutationContext) -> Result<Proposal, MutationError> {
         let diagnosis = Diagnosis::of(ctx);
         let learned = Learned::from_history(ctx);
         let mut lines = diagnosis.lines();
@@ -191,7 +191,7 @@ fn edit(
     learned: &Learned,
     rng: &mut impl Rng,
     try_number: usize,
-) -> Option<Candidate> {
+) -> Option<DraftChild> {
     let mut child = parent.clone();
     let mut lines = Vec::new();
     let target = if try_number < FOCUSED_TRIES || ranked.len() < 2 {

@@ -55,13 +55,28 @@ pub struct Proposal {
     pub evidence: Vec<String>,
 }
 
+/// Why a mutator proposed no child; the search records it as a failure and the island skips
+/// the round.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MutationError {
+    /// Every candidate drawn was invalid, the parent's policy again, or already known.
+    #[error("nothing new after {tries} candidates")]
+    NothingNew {
+        /// Candidates drawn.
+        tries: usize,
+    },
+    /// The mutator itself failed (e.g. an agent behind it did not answer).
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// A mutator: proposes a child harness.
 pub trait Mutator: Send + Sync {
     /// The mutator's name, recorded in the lineage.
     fn name(&self) -> &'static str;
 
-    /// A child of `ctx.parent`, or `None` when it can find nothing new to propose.
-    fn propose(&self, ctx: &MutationContext) -> Option<Proposal>;
+    /// A child of `ctx.parent`, or why there is none.
+    fn propose(&self, ctx: &MutationContext) -> Result<Proposal, MutationError>;
 }
 
 /// Names of the built-in mutators, in the order of [`pool`].
@@ -72,7 +87,8 @@ pub fn pool() -> Vec<Box<dyn Mutator>> {
     NAMES.iter().filter_map(|name| by_name(name)).collect()
 }
 
-/// The built-in mutator called `name`, if there is one.
+/// The built-in mutator called `name`, if there is one ([`super::parts::mutator`] is the
+/// registry that names the known ones in its error).
 pub fn by_name(name: &str) -> Option<Box<dyn Mutator>> {
     match name {
         "tuner" => Some(Box::new(tuner::Tuner)),
@@ -111,7 +127,7 @@ pub fn edit_count(try_number: usize, two: f64, rng: &mut impl Rng) -> usize {
 }
 
 /// A candidate child and the lines describing the edits that made it.
-pub type Candidate = (Harness, Vec<String>);
+pub type DraftChild = (Harness, Vec<String>);
 
 /// The policy's content hash: [`Harness::content_hash`] with the name and description blanked,
 /// so two harnesses that only differ in their names count as the same policy.
@@ -149,15 +165,15 @@ pub fn rng_for(ctx: &MutationContext) -> ChaCha8Rng {
 /// Draws candidates from `attempt` (given the seeded rng and the try number) until one passes
 /// [`Harness::check`], differs in policy from the parent, from every harness in `also_avoid` and
 /// from every harness in the island's history, and whose content hash is not in `ctx.rejected`;
-/// `None` after [`MAX_TRIES`]. The child is named by [`child_name`] and keeps the parent's
+/// [`MutationError::NothingNew`] after [`MAX_TRIES`]. The child is named by [`child_name`] and keeps the parent's
 /// description; the proposal's evidence is `diagnosis` followed by the candidate's edit lines.
 pub fn fresh(
     ctx: &MutationContext,
     mutator: &str,
     diagnosis: Vec<String>,
     also_avoid: &[&Harness],
-    mut attempt: impl FnMut(&mut ChaCha8Rng, usize) -> Option<Candidate>,
-) -> Option<Proposal> {
+    mut attempt: impl FnMut(&mut ChaCha8Rng, usize) -> Option<DraftChild>,
+) -> Result<Proposal, MutationError> {
     let parent = ctx.parent.1;
     let seen: HashSet<String> = std::iter::once(parent)
         .chain(also_avoid.iter().copied())
@@ -179,12 +195,12 @@ pub fn fresh(
         }
         let mut evidence = diagnosis;
         evidence.extend(edits);
-        return Some(Proposal {
+        return Ok(Proposal {
             harness: child,
             evidence,
         });
     }
-    None
+    Err(MutationError::NothingNew { tries: MAX_TRIES })
 }
 
 /// The edits that address each kind of evidence, from the domain (DOMAIN.md and the stages'
@@ -483,7 +499,7 @@ pub(crate) mod fixtures {
                 rejected: &rejected,
                 seed: 7,
             };
-            let Some(p) = mutator.propose(&ctx) else {
+            let Ok(p) = mutator.propose(&ctx) else {
                 break;
             };
             let hash = p.harness.content_hash();

@@ -8,9 +8,9 @@
 //! substantially more edits per revision, and a stalled one runs from the task's start; a mostly
 //! gaining parent chains from the best, runs from the best construction, and makes single edits.
 
-use super::{
+use super::{MutationError, 
     addresses, edit_count, evidence_key, fresh, mean_weight, pick_weighted, round_sig, widened,
-    Candidate, Diagnosis, MutationContext, Mutator, Proposal,
+    DraftChild, Diagnosis, MutationContext, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Evidence, Harness, RevisionBase, Rule, RunFrom};
 use rand::seq::SliceRandom;
@@ -24,7 +24,7 @@ impl Mutator for Structural {
         "structural"
     }
 
-    fn propose(&self, ctx: &MutationContext) -> Option<Proposal> {
+    fn propose(&self, ctx: &MutationContext) -> Result<Proposal, MutationError> {
         let diagnosis = Diagnosis::of(ctx);
         let parent = ctx.parent.1;
         let plan = plan(parent, &diagnosis);
@@ -181,7 +181,7 @@ fn rewrite(
     plan: &Plan,
     rng: &mut impl Rng,
     try_number: usize,
-) -> Option<Candidate> {
+) -> Option<DraftChild> {
     let count = edit_count(try_number, 0.3, rng);
     let mut child = parent.clone();
     let mut lines = Vec::new();

@@ -7,8 +7,8 @@
 //! expensive for its gain, fewer revisions and stopping sooner. Every knob also keeps a small
 //! weight in either direction, so a rejected nudge leaves others to try.
 
-use super::{
-    addresses, edit_count, fresh, pick_weighted, round_sig, widened, Candidate, Diagnosis,
+use super::{MutationError, 
+    addresses, edit_count, fresh, pick_weighted, round_sig, widened, DraftChild, Diagnosis,
     MutationContext, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Harness};
@@ -23,7 +23,7 @@ impl Mutator for Tuner {
         "tuner"
     }
 
-    fn propose(&self, ctx: &MutationContext) -> Option<Proposal> {
+    fn propose(&self, ctx: &MutationContext) -> Result<Proposal, MutationError> {
         let diagnosis = Diagnosis::of(ctx);
         let parent = ctx.parent.1;
         fresh(
@@ -165,7 +165,7 @@ pub(super) fn nudge(
     diagnosis: &Diagnosis,
     rng: &mut impl Rng,
     try_number: usize,
-) -> Option<Candidate> {
+) -> Option<DraftChild> {
     let plan = widened(&plan(parent, diagnosis), try_number);
     let count = edit_count(try_number, 0.35, rng);
     let mut child = parent.clone();
@@ -340,7 +340,7 @@ mod tests {
             .unwrap();
         assert_eq!(a, b);
         let other: Vec<Proposal> = (0..8)
-            .filter_map(|s| Tuner.propose(&context((&n, &h), vec![], &rejected, s)))
+            .filter_map(|s| Tuner.propose(&context((&n, &h), vec![], &rejected, s)).ok())
             .collect();
         assert!(other.iter().any(|p| p.harness != a.harness));
         for p in other.iter().chain([&a]) {
@@ -367,7 +367,7 @@ mod tests {
         let count = |gains: &[f64], pick: &dyn Fn(&Harness) -> bool| {
             let n = node("n0", None, &h, gains, &[], true);
             (0..200)
-                .filter_map(|s| Tuner.propose(&context((&n, &h), vec![], &rejected, s)))
+                .filter_map(|s| Tuner.propose(&context((&n, &h), vec![], &rejected, s)).ok())
                 .filter(|p| pick(&p.harness))
                 .count()
         };

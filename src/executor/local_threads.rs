@@ -1,0 +1,56 @@
+//! The executor of this process: attempts run on `jobs` threads (rayon), sequentially for one.
+
+use super::{solve, AttemptTask, Executor};
+use crate::agent::{writer_by_name, Attempt, OptimizerWriter};
+use crate::cancel::CancelToken;
+use crate::error::{MiloError, Result};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Runs attempts in this process on a pool of `jobs` threads.
+pub struct LocalThreads {
+    jobs: usize,
+    writers: Vec<Arc<dyn OptimizerWriter>>,
+}
+
+impl LocalThreads {
+    /// An executor with `jobs` threads (at least 1) and the built-in writers.
+    pub fn new(jobs: usize) -> LocalThreads {
+        LocalThreads {
+            jobs: jobs.max(1),
+            writers: Vec::new(),
+        }
+    }
+
+    /// This executor, also knowing `writer` by its name (found before the built-in writers):
+    /// how a test or an embedding program runs a writer the registry does not hold.
+    #[must_use]
+    pub fn with_writer(mut self, writer: Arc<dyn OptimizerWriter>) -> LocalThreads {
+        self.writers.push(writer);
+        self
+    }
+
+    fn run_one(&self, task: &AttemptTask, cancel: &CancelToken) -> Result<Attempt> {
+        match self.writers.iter().find(|w| w.name() == task.writer) {
+            Some(writer) => solve(writer.as_ref(), task, cancel),
+            None => solve(writer_by_name(&task.writer)?.as_ref(), task, cancel),
+        }
+    }
+}
+
+impl Executor for LocalThreads {
+    fn name(&self) -> &str {
+        "local-threads"
+    }
+
+    fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>> {
+        if self.jobs == 1 {
+            return Ok(tasks.iter().map(|t| self.run_one(t, cancel)).collect());
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.jobs)
+            .build()
+            .map_err(|e| MiloError::Usage(format!("cannot start {} threads: {e}", self.jobs)))?;
+        Ok(pool.install(|| tasks.par_iter().map(|t| self.run_one(t, cancel)).collect()))
+    }
+}

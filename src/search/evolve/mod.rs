@@ -1,0 +1,269 @@
+//! The MILO loop: seed every island, then round after round step each island (select a parent,
+//! mutate, evaluate, admit or reject, record, validate the island's best), consult the
+//! orchestrator when an island stalls, and keep the best construction (`best.json`) and every new
+//! best beyond the suite's record (`discoveries/`).
+//!
+//! The search is assembled from [`Parts`] chosen by name in the run's settings (see
+//! [`super::parts`]). All randomness derives from the run's seed, the round and the island, and
+//! every step's result is a record in the lineage, so a killed run resumes (`--resume`) from its
+//! records: finished steps are replayed, an interrupted evaluation is redone, nothing is lost or
+//! duplicated; with evaluation budgets the resumed run equals an uninterrupted one.
+//!
+//! When a mutator proposes nothing or a writer fails on an attempt, the step records a
+//! [`FailureRecord`] and the island skips the round (its stall counter runs on); the run goes on.
+//!
+//! - this file: the run (start, resume, rounds, stopping, the orchestrator's consultation);
+//! - [`step`]: one island's step and an island's seed node;
+//! - [`outputs`]: `best.json` and `discoveries/`.
+
+mod outputs;
+mod step;
+#[cfg(test)]
+mod tests;
+
+pub use outputs::BEST_FILE;
+
+use super::evaluation::{CostMeasure, Discovery};
+use super::lineage::{EventRecord, FailureRecord, LineageRecord, LineageStore, NodeRecord, RunConfig};
+use super::orchestrator::should_consult;
+use super::parts::{create_store, open_store, Parts};
+use super::state::SearchState;
+use crate::cancel::CancelToken;
+use crate::construction::read_values;
+use crate::error::Result;
+use crate::harness::Harness;
+use crate::suite::Suite;
+use num_rational::BigRational;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Hooks for a live display; every method has an empty default.
+pub trait SearchObserver {
+    /// A node was recorded.
+    fn node(&mut self, _state: &SearchState, _node: &NodeRecord) {}
+    /// An orchestrator move was recorded.
+    fn event(&mut self, _event: &EventRecord) {}
+    /// A mutator's or a writer's failure was recorded.
+    fn failure(&mut self, _failure: &FailureRecord) {}
+    /// A discovery was saved.
+    fn discovery(&mut self, _path: &Path, _discovery: &Discovery) {}
+    /// A round ended.
+    fn round_end(&mut self, _state: &SearchState, _round: usize) {}
+}
+
+/// Why the loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The configured number of rounds is done.
+    Rounds,
+    /// The wall-clock limit was reached.
+    Hours,
+    /// The cancel token was cancelled (Ctrl-C).
+    Interrupted,
+    /// The CPU budget is spent.
+    Budget,
+}
+
+/// A running search: the suite, the lineage store, the replayed state and the parts.
+pub struct Search {
+    suite: Suite,
+    dir: PathBuf,
+    store: Box<dyn LineageStore>,
+    state: SearchState,
+    harnesses: HashMap<String, Harness>,
+    parts: Parts,
+    cancel: CancelToken,
+    started: Instant,
+    /// Exact score of `best.json`, the best construction the run has produced.
+    best: Option<BigRational>,
+}
+
+impl Search {
+    /// Starts a new run in `dir` (which must not hold one) with the parts named in `config`, the
+    /// executor on `jobs` threads; cancelling `cancel` stops it after the last finished step.
+    pub fn start(dir: &Path, config: RunConfig, jobs: usize, cancel: CancelToken) -> Result<Search> {
+        let parts = Parts::named(&config, jobs)?;
+        Search::start_with(dir, config, parts, cancel)
+    }
+
+    /// Starts a new run in `dir` with the given parts (the names in `config` are recorded as
+    /// they are: a resumed run rebuilds the parts from them).
+    pub fn start_with(
+        dir: &Path,
+        config: RunConfig,
+        parts: Parts,
+        cancel: CancelToken,
+    ) -> Result<Search> {
+        let suite = Suite::load(&config.suite)?;
+        let mut store = create_store(&config.lineage_store, dir)?;
+        let record = LineageRecord::Started(config);
+        store.append(&record)?;
+        Search::assemble(suite, dir, store, &[record], parts, cancel)
+    }
+
+    /// Resumes the run in `dir` from its records, rebuilding the parts its settings name, the
+    /// executor on `jobs` threads.
+    pub fn resume(dir: &Path, jobs: usize, cancel: CancelToken) -> Result<Search> {
+        let (store, config, records) = open_store(dir)?;
+        let parts = Parts::named(&config, jobs)?;
+        let suite = Suite::load(&config.suite)?;
+        Search::assemble(suite, dir, store, &records, parts, cancel)
+    }
+
+    fn assemble(
+        suite: Suite,
+        dir: &Path,
+        store: Box<dyn LineageStore>,
+        records: &[LineageRecord],
+        parts: Parts,
+        cancel: CancelToken,
+    ) -> Result<Search> {
+        let state = SearchState::replay(records);
+        let best_path = dir.join(BEST_FILE);
+        let best = match best_path.exists() {
+            true => Some(suite.problem.score_exact(&read_values(&best_path)?)),
+            false => None,
+        };
+        let mut harnesses = HashMap::new();
+        for node in &state.nodes {
+            if !harnesses.contains_key(&node.harness) {
+                harnesses.insert(node.harness.clone(), store.harness(&node.harness)?);
+            }
+        }
+        Ok(Search {
+            suite,
+            dir: dir.to_path_buf(),
+            store,
+            state,
+            harnesses,
+            parts,
+            cancel,
+            started: Instant::now(),
+            best,
+        })
+    }
+
+    /// The state so far.
+    pub fn state(&self) -> &SearchState {
+        &self.state
+    }
+
+    /// The suite.
+    pub fn suite(&self) -> &Suite {
+        &self.suite
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn config(&self) -> &RunConfig {
+        self.state
+            .config
+            .as_ref()
+            .expect("a run starts with its settings")
+    }
+
+    /// Runs rounds until the configured rounds or hours are used up, or the run is cancelled.
+    pub fn run(&mut self, observer: &mut dyn SearchObserver) -> Result<Stop> {
+        for island in 0..self.state.islands.len() {
+            if !self.state.has_step(0, island) {
+                if let Some(stop) = self.should_stop() {
+                    return Ok(stop);
+                }
+                self.seed_island(island, observer)?;
+            }
+        }
+        loop {
+            self.consult_if_due(observer)?;
+            let round = self.state.rounds_done + 1;
+            if let Some(stop) = self.should_stop() {
+                return Ok(stop);
+            }
+            for island in 0..self.state.islands.len() {
+                if !self.state.has_step(round, island) {
+                    if let Some(stop) = self.should_stop_within_round() {
+                        return Ok(stop);
+                    }
+                    self.step(island, round, observer)?;
+                }
+            }
+            self.record(LineageRecord::RoundEnd { round })?;
+            observer.round_end(&self.state, round);
+        }
+    }
+
+    /// After a finished round: when an island's validation best has stalled for `patience`
+    /// rounds, the orchestrator makes at most two moves. Deterministic given the state, so a
+    /// resumed run that finds no move recorded for the round consults again and gets the same.
+    fn consult_if_due(&mut self, observer: &mut dyn SearchObserver) -> Result<()> {
+        let round = self.state.rounds_done;
+        let patience = self.config().patience;
+        let consulted = self.state.events.iter().any(|e| e.round == round);
+        let off = !self.config().components.orchestrator;
+        if off || round == 0 || consulted || !should_consult(&self.state, patience) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.parts.mutators.iter().map(|m| m.name()).collect();
+        let all: Vec<String> = self.suite.search_tasks().map(|t| t.id.clone()).collect();
+        let events = self
+            .parts
+            .orchestrator
+            .consult(&self.state, round, patience, &names, &all);
+        for event in events.into_iter().take(2) {
+            self.record(LineageRecord::Event(event.clone()))?;
+            observer.event(&event);
+        }
+        Ok(())
+    }
+
+    fn should_stop(&self) -> Option<Stop> {
+        let config = self.config();
+        if config
+            .rounds
+            .is_some_and(|rounds| self.state.rounds_done >= rounds)
+        {
+            return Some(Stop::Rounds);
+        }
+        self.should_stop_within_round()
+    }
+
+    fn should_stop_within_round(&self) -> Option<Stop> {
+        if self.cancel.is_cancelled() {
+            return Some(Stop::Interrupted);
+        }
+        if let Some(budget) = self.config().cpu_seconds {
+            if self.state.search_cpu_seconds() >= budget {
+                return Some(Stop::Budget);
+            }
+        }
+        let hours = self.config().hours?;
+        (self.started.elapsed().as_secs_f64() >= hours * 3600.0).then_some(Stop::Hours)
+    }
+
+    fn record(&mut self, record: LineageRecord) -> Result<()> {
+        self.store.append(&record)?;
+        self.state.apply(&record);
+        Ok(())
+    }
+}
+
+/// A unified diff of two harness texts.
+pub fn diff(before: &str, after: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(1)
+        .header("parent", "child")
+        .to_string()
+}
+
+/// Whether a stored evaluation used counted (reproducible) cost.
+pub fn default_cost_measure(suite: &Suite) -> CostMeasure {
+    if suite.budget.seconds.is_none() {
+        CostMeasure::Counted
+    } else {
+        CostMeasure::Measured
+    }
+}

@@ -1,0 +1,79 @@
+//! The run's outputs beside its lineage: `best.json`, the best construction so far (any task),
+//! and `discoveries/`, every new best beyond the suite's record — each with its provenance.
+
+use super::Search;
+use crate::error::{MiloError, Result};
+use crate::exact::rational::decimal_string;
+use crate::search::evaluation::Discovery;
+use std::path::{Path, PathBuf};
+
+/// The run's best construction so far (any task), beside `best.provenance.json`.
+pub const BEST_FILE: &str = "best.json";
+
+impl Search {
+    /// Saves `d` to `discoveries/` (named by its score, task and harness); returns the path.
+    pub(super) fn save_discovery(&self, d: &Discovery, harness: &str, node: &str) -> Result<PathBuf> {
+        let dir = self.dir().join("discoveries");
+        std::fs::create_dir_all(&dir).map_err(|source| MiloError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let score = decimal_string(&d.exact, 20);
+        let task: String = d
+            .task
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{score}-{task}-{harness}.json"));
+        self.write_construction(&path, d, harness, node)?;
+        Ok(path)
+    }
+
+    /// Replaces `best.json` (and its provenance) with `d`, the run's new best construction.
+    pub(super) fn save_best(&mut self, d: &Discovery, harness: &str, node: &str) -> Result<()> {
+        self.write_construction(&self.dir().join(BEST_FILE), d, harness, node)?;
+        self.best = Some(d.exact.clone());
+        Ok(())
+    }
+
+    /// Writes `d`'s values to `path` and its provenance beside it (`<stem>.provenance.json`).
+    fn write_construction(
+        &self,
+        path: &Path,
+        d: &Discovery,
+        harness: &str,
+        node: &str,
+    ) -> Result<()> {
+        crate::construction::write_values(path, &d.values)?;
+        let start = self.suite.task(&d.task).map(|t| t.start.path.clone());
+        let provenance = serde_json::json!({
+            "problem": self.suite.problem.slug(),
+            "score_exact": decimal_string(&d.exact, 40),
+            "record": decimal_string(&self.suite.record, 40),
+            "beats_record": self.suite.problem.spec().direction.better(&d.exact, &self.suite.record),
+            "task": d.task,
+            "start": start,
+            "seed": d.seed,
+            "node": node,
+            "harness": harness,
+            "program": d.program,
+            "suite": self.suite.path,
+            "found_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        });
+        let provenance_path = path.with_extension("provenance.json");
+        std::fs::write(
+            &provenance_path,
+            serde_json::to_string_pretty(&provenance).expect("JSON"),
+        )
+        .map_err(|source| MiloError::Io {
+            path: provenance_path,
+            source,
+        })
+    }
+}

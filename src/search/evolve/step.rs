@@ -1,0 +1,408 @@
+//! One island's step of a round (select a parent, mutate, evaluate, admit or reject, record,
+//! validate the island's best) and an island's seed node, with the evaluations they make.
+
+use super::{diff, Search, SearchObserver};
+use crate::error::Result;
+use crate::harness::{seed_harnesses, Harness};
+use crate::program::Program;
+use crate::records::unix_seconds;
+use crate::runner::derive_seed;
+use crate::search::admission::{admit, Verdict};
+use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, WriterFailure};
+use crate::search::hypervolume::Fitness;
+use crate::search::lineage::{FailureRecord, LineageRecord, NodeRecord, ParentChoice};
+use crate::search::mutators::MutationContext;
+use crate::search::selection::{select_parent, MemberScores, SelectionParams};
+use crate::suite::Task;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// Largest number of programs offered to crossover edits.
+const LIBRARY_SIZE: usize = 8;
+
+/// How an evaluation in a step ended.
+enum Evaluated {
+    /// It finished.
+    Done(Evaluation),
+    /// The run was cancelled during it: nothing is recorded, a resumed run redoes it.
+    Cancelled,
+    /// The writer failed on an attempt: the step records the failure and skips the round.
+    Failed(WriterFailure),
+}
+
+impl Search {
+    /// The current search tasks (the suite's, or a curriculum's).
+    fn search_tasks(&self) -> Vec<&Task> {
+        match &self.state.search_tasks {
+            Some(ids) => ids.iter().filter_map(|id| self.suite.task(id)).collect(),
+            None => self.suite.search_tasks().collect(),
+        }
+    }
+
+    fn task_ids(tasks: &[&Task]) -> Vec<String> {
+        tasks.iter().map(|t| t.id.clone()).collect()
+    }
+
+    /// Programs that improved tasks on this island, newest first, without repeats.
+    fn library(&self, island: usize) -> Vec<Program> {
+        let mut programs: Vec<Program> = Vec::new();
+        for node in self.state.admitted(island).into_iter().rev() {
+            for text in node
+                .evaluation
+                .tasks
+                .iter()
+                .filter_map(|t| t.best_program.as_ref())
+            {
+                if let Ok(program) = Program::parse(text, Path::new("lineage")) {
+                    if !programs.contains(&program) {
+                        programs.push(program);
+                    }
+                }
+                if programs.len() >= LIBRARY_SIZE {
+                    return programs;
+                }
+            }
+        }
+        programs
+    }
+
+    /// Evaluates `harness` on `tasks` with the run's writer through the executor, saving
+    /// discoveries; reuses an identical earlier evaluation (same harness, same tasks) from the
+    /// lineage.
+    fn evaluate(
+        &mut self,
+        harness: &Harness,
+        tasks: &[&Task],
+        island: usize,
+        node: &str,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<Evaluated> {
+        let ids = Self::task_ids(tasks);
+        let hash = harness.content_hash();
+        let known = self
+            .state
+            .nodes
+            .iter()
+            .filter(|n| n.harness == hash)
+            .find_map(|n| {
+                [Some(&n.evaluation), n.validation.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
+                    .cloned()
+            });
+        if let Some(known) = known {
+            return Ok(Evaluated::Done(known));
+        }
+        let library = self.library(island);
+        let config = self.config();
+        let settings = EvaluationSettings {
+            problem: self.suite.problem.as_ref(),
+            attempts: config.attempts,
+            writer: &config.writer,
+            quality: config.quality,
+            cost: config.cost,
+            library: &library,
+        };
+        let evaluated = evaluate(
+            self.parts.executor.as_ref(),
+            harness,
+            tasks,
+            &settings,
+            &self.cancel,
+        )?;
+        let (evaluation, improvements) = match evaluated {
+            Ok(done) => done,
+            Err(failure) => return Ok(Evaluated::Failed(failure)),
+        };
+        let direction = self.suite.problem.spec().direction;
+        for improvement in &improvements {
+            let new_best = self
+                .best
+                .as_ref()
+                .is_none_or(|best| direction.better(&improvement.exact, best));
+            if !new_best {
+                continue;
+            }
+            if direction.better(&improvement.exact, &self.suite.record) {
+                let path = self.save_discovery(improvement, &hash, node)?;
+                observer.discovery(&path, improvement);
+            }
+            self.save_best(improvement, &hash, node)?;
+        }
+        Ok(match self.cancel.is_cancelled() {
+            true => Evaluated::Cancelled,
+            false => Evaluated::Done(evaluation),
+        })
+    }
+
+    fn validate(
+        &mut self,
+        harness: &Harness,
+        island: usize,
+        node: &str,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<Evaluated> {
+        let tasks: Vec<Task> = self.suite.validation_tasks().cloned().collect();
+        let refs: Vec<&Task> = tasks.iter().collect();
+        self.evaluate(harness, &refs, island, node, observer)
+    }
+
+    /// Records a part's failure in island `island`'s step of `round` (the island skips it).
+    fn record_failure(
+        &mut self,
+        round: usize,
+        island: usize,
+        part: &str,
+        name: &str,
+        message: String,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
+        let failure = FailureRecord {
+            round,
+            island,
+            part: part.into(),
+            name: name.into(),
+            message,
+        };
+        self.record(LineageRecord::Failure(failure.clone()))?;
+        observer.failure(&failure);
+        Ok(())
+    }
+
+    /// Records `failure` of the run's writer (see [`Search::record_failure`]).
+    fn record_writer_failure(
+        &mut self,
+        round: usize,
+        island: usize,
+        failure: WriterFailure,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
+        let writer = self.config().writer.clone();
+        let message = format!("task {}: {}", failure.task, failure.error);
+        self.record_failure(round, island, "writer", &writer, message, observer)
+    }
+
+    /// Island `island`'s seed node (round 0): a seed harness, admitted by definition.
+    pub(super) fn seed_island(&mut self, island: usize, observer: &mut dyn SearchObserver) -> Result<()> {
+        let seeds = seed_harnesses();
+        let harness = seeds[island % seeds.len()].clone();
+        let id = self.state.next_node_id();
+        let tasks = self.search_tasks();
+        let tasks: Vec<Task> = tasks.into_iter().cloned().collect();
+        let refs: Vec<&Task> = tasks.iter().collect();
+        let evaluation = match self.evaluate(&harness, &refs, island, &id, observer)? {
+            Evaluated::Done(evaluation) => evaluation,
+            Evaluated::Cancelled => return Ok(()),
+            Evaluated::Failed(f) => return self.record_writer_failure(0, island, f, observer),
+        };
+        let validation = match self.validate(&harness, island, &id, observer)? {
+            Evaluated::Done(validation) => validation,
+            Evaluated::Cancelled => return Ok(()),
+            Evaluated::Failed(f) => return self.record_writer_failure(0, island, f, observer),
+        };
+        let node = NodeRecord {
+            id,
+            island,
+            round: 0,
+            parents: vec![],
+            mutator: "seed".into(),
+            harness: self.store.put_harness(&harness)?,
+            name: harness.name.clone(),
+            edit: String::new(),
+            evidence: vec!["seed harness".into()],
+            evaluation,
+            verdict: Verdict {
+                admitted: true,
+                hypervolume_before: 0.0,
+                hypervolume_after: 0.0,
+                reason: "seed harness".into(),
+            },
+            validation: Some(validation),
+            at: Some(unix_seconds()),
+        };
+        self.harnesses.insert(node.harness.clone(), harness);
+        self.record(LineageRecord::Node(Box::new(node.clone())))?;
+        observer.node(&self.state, &node);
+        Ok(())
+    }
+
+    /// One round of one island: select, mutate, evaluate, admit, record, validate.
+    pub(super) fn step(
+        &mut self,
+        island: usize,
+        round: usize,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
+        let config = self.config().clone();
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(
+            derive_seed(config.seed, round as u64),
+            island as u64,
+        ));
+        let tasks: Vec<Task> = self.search_tasks().into_iter().cloned().collect();
+        let refs: Vec<&Task> = tasks.iter().collect();
+        let ids = Self::task_ids(&refs);
+        let view = |n: &NodeRecord| {
+            // What mutators and selection see: search-task results only, never validation.
+            let mut n = n.clone();
+            n.evaluation = n.evaluation.restricted(&ids, config.quality, config.cost);
+            n.validation = None;
+            n
+        };
+        let admitted: Vec<NodeRecord> = self.state.admitted(island).into_iter().map(view).collect();
+        if admitted.is_empty() {
+            return Ok(());
+        }
+        let candidates: Vec<MemberScores> = admitted
+            .iter()
+            .map(|n| MemberScores {
+                fitness: n.evaluation.fitness,
+                gains: n.evaluation.gains.clone(),
+            })
+            .collect();
+        let parent = &admitted[match config.components.parent_choice {
+            ParentChoice::Pareto => {
+                select_parent(&candidates, &SelectionParams::default(), &mut rng)?
+            }
+            ParentChoice::Best => best_index(&candidates),
+            ParentChoice::Uniform => rng.gen_range(0..candidates.len()),
+        }];
+        let co_parent = self.state.islands[island]
+            .co_parent
+            .as_ref()
+            .and_then(|id| self.state.node(id))
+            .map(view);
+        let memory = config.components.memory;
+        let history: Vec<NodeRecord> = match memory {
+            true => self.state.children(island).into_iter().map(view).collect(),
+            false => Vec::new(),
+        };
+        let forgotten = HashSet::new();
+        let mutator_name = self.state.islands[island].mutator.clone();
+        let mutator = self.parts.mutator(&mutator_name)?;
+        let harness_of = |n: &NodeRecord| &self.harnesses[&n.harness];
+        let ctx = MutationContext {
+            parent: (parent, harness_of(parent)),
+            co_parent: co_parent.as_ref().map(|n| (n, harness_of(n))),
+            history: history.iter().map(|n| (n, harness_of(n))).collect(),
+            rejected: if memory {
+                &self.state.rejected
+            } else {
+                &forgotten
+            },
+            seed: rng.gen(),
+        };
+        let proposal = match mutator.propose(&ctx) {
+            Ok(proposal) => proposal,
+            Err(e) => {
+                let message = e.to_string();
+                return self.record_failure(round, island, "mutator", &mutator_name, message, observer);
+            }
+        };
+        let mut parents = vec![parent.id.clone()];
+        if let Some(co) = &co_parent {
+            parents.push(co.id.clone());
+        }
+        let parent_text = harness_of(parent).to_toml();
+        let child = proposal.harness;
+        let id = self.state.next_node_id();
+        let forbidden = self.forbidden_words();
+        let (evaluation, verdict) = match child.check_general(&forbidden) {
+            Err(reason) => (
+                Evaluation {
+                    tasks: vec![],
+                    fitness: Fitness {
+                        quality: 0.0,
+                        cost: 0.0,
+                        latency: 0.0,
+                    },
+                    gains: vec![],
+                },
+                Verdict {
+                    admitted: false,
+                    hypervolume_before: 0.0,
+                    hypervolume_after: 0.0,
+                    reason: format!("not general: {reason}"),
+                },
+            ),
+            Ok(()) => {
+                let evaluation = match self.evaluate(&child, &refs, island, &id, observer)? {
+                    Evaluated::Done(evaluation) => evaluation,
+                    Evaluated::Cancelled => return Ok(()),
+                    Evaluated::Failed(f) => {
+                        return self.record_writer_failure(round, island, f, observer)
+                    }
+                };
+                let front: Vec<_> = admitted
+                    .iter()
+                    .map(|n| (n.id.clone(), n.evaluation.fitness))
+                    .collect();
+                let reference = self.state.islands[island]
+                    .reference
+                    .unwrap_or(evaluation.fitness);
+                let verdict = admit(&front, evaluation.fitness, reference);
+                (evaluation, verdict)
+            }
+        };
+        let becomes_best = verdict.admitted
+            && admitted.iter().all(|n| {
+                let (a, b) = (evaluation.fitness, n.evaluation.fitness);
+                a.quality > b.quality || (a.quality == b.quality && a.cost < b.cost)
+            });
+        let validation = if becomes_best {
+            match self.validate(&child, island, &id, observer)? {
+                Evaluated::Done(validation) => Some(validation),
+                Evaluated::Cancelled => return Ok(()),
+                Evaluated::Failed(f) => return self.record_writer_failure(round, island, f, observer),
+            }
+        } else {
+            None
+        };
+        let node = NodeRecord {
+            id,
+            island,
+            round,
+            parents,
+            mutator: mutator_name,
+            harness: self.store.put_harness(&child)?,
+            name: child.name.clone(),
+            edit: diff(&parent_text, &child.to_toml()),
+            evidence: proposal.evidence,
+            evaluation,
+            verdict,
+            validation,
+            at: Some(unix_seconds()),
+        };
+        self.harnesses.insert(node.harness.clone(), child);
+        self.record(LineageRecord::Node(Box::new(node.clone())))?;
+        observer.node(&self.state, &node);
+        Ok(())
+    }
+
+    /// Words a general harness may not contain: task ids and start file names.
+    fn forbidden_words(&self) -> Vec<String> {
+        let mut words: Vec<String> = self.suite.tasks.iter().map(|t| t.id.clone()).collect();
+        for start in &self.suite.starts {
+            if let Some(name) = start.path.file_name() {
+                words.push(name.to_string_lossy().into_owned());
+            }
+        }
+        words
+    }
+}
+
+/// The candidate with the best quality (ties: the lower cost, then the first).
+fn best_index(candidates: &[MemberScores]) -> usize {
+    let mut best = 0;
+    for (i, c) in candidates.iter().enumerate() {
+        let b = &candidates[best].fitness;
+        let f = &c.fitness;
+        if f.quality > b.quality || (f.quality == b.quality && f.cost < b.cost) {
+            best = i;
+        }
+    }
+    best
+}
+

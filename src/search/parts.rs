@@ -1,0 +1,155 @@
+//! The registry of a search's parts: the writer, the mutators, the orchestrator, the lineage
+//! store and the executor, each chosen by name. A run records the names in its settings
+//! ([`RunConfig`]), and `--resume` rebuilds the same parts from them; an unknown name is a
+//! usage error naming it and listing the known ones. Tests inject parts of their own through
+//! [`Parts`] (see [`super::evolve::Search::start_with`]).
+
+use super::lineage::{JsonlLineage, LineageRecord, LineageStore, RunConfig, LINEAGE_FILE};
+use super::mutators::{self, Mutator};
+use super::orchestrator::{BuiltinOrchestrator, Orchestrator};
+use crate::agent::writer_by_name;
+use crate::error::{MiloError, Result};
+use crate::executor::{Executor, LocalThreads};
+use std::path::Path;
+
+/// Names of the mutators (the pool, then the benchmark's blind one).
+pub const MUTATORS: [&str; 5] = ["tuner", "structural", "evidence", "breeder", "blind"];
+
+/// Names of the orchestrators (the first is the default).
+pub const ORCHESTRATORS: [&str; 1] = ["builtin"];
+
+/// Names of the lineage stores (the first is the default).
+pub const LINEAGE_STORES: [&str; 1] = ["jsonl"];
+
+/// Names of the executors (the first is the default).
+pub const EXECUTORS: [&str; 1] = ["local-threads"];
+
+/// The parts a search runs with, besides its lineage store.
+pub struct Parts {
+    /// The mutators islands may use, found by name: the run's pool, which the orchestrator
+    /// reassigns islands from, in order.
+    pub mutators: Vec<Box<dyn Mutator>>,
+    /// Consulted when islands stall.
+    pub orchestrator: Box<dyn Orchestrator>,
+    /// Runs the attempts of every evaluation.
+    pub executor: Box<dyn Executor>,
+}
+
+impl Parts {
+    /// The parts named in `config` (its writer and lineage store are checked too; the executor
+    /// finds the writer by name itself), the executor with `jobs` threads.
+    pub fn named(config: &RunConfig, jobs: usize) -> Result<Parts> {
+        writer_by_name(&config.writer)?;
+        check_store(&config.lineage_store)?;
+        let mut names: Vec<&str> = Vec::new();
+        for name in &config.mutators {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        Ok(Parts {
+            mutators: names.into_iter().map(mutator).collect::<Result<_>>()?,
+            orchestrator: orchestrator(&config.orchestrator)?,
+            executor: executor(&config.executor, jobs)?,
+        })
+    }
+
+    /// The mutator called `name` among these parts.
+    pub fn mutator(&self, name: &str) -> Result<&dyn Mutator> {
+        self.mutators
+            .iter()
+            .find(|m| m.name() == name)
+            .map(|m| m.as_ref())
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.mutators.iter().map(|m| m.name()).collect();
+                unknown("mutator", name, &known)
+            })
+    }
+}
+
+fn unknown(part: &str, name: &str, known: &[&str]) -> MiloError {
+    MiloError::Usage(format!(
+        "unknown {part} '{name}' (known: {})",
+        known.join(", ")
+    ))
+}
+
+/// The mutator called `name`.
+pub fn mutator(name: &str) -> Result<Box<dyn Mutator>> {
+    mutators::by_name(name).ok_or_else(|| unknown("mutator", name, &MUTATORS))
+}
+
+/// The orchestrator called `name`.
+pub fn orchestrator(name: &str) -> Result<Box<dyn Orchestrator>> {
+    match name {
+        "builtin" => Ok(Box::new(BuiltinOrchestrator)),
+        _ => Err(unknown("orchestrator", name, &ORCHESTRATORS)),
+    }
+}
+
+/// The executor called `name`, with `jobs` threads where it uses threads.
+pub fn executor(name: &str, jobs: usize) -> Result<Box<dyn Executor>> {
+    match name {
+        "local-threads" => Ok(Box::new(LocalThreads::new(jobs))),
+        _ => Err(unknown("executor", name, &EXECUTORS)),
+    }
+}
+
+fn check_store(name: &str) -> Result<()> {
+    match LINEAGE_STORES.contains(&name) {
+        true => Ok(()),
+        false => Err(unknown("lineage store", name, &LINEAGE_STORES)),
+    }
+}
+
+/// Creates the lineage store called `name` for a new run in `dir`.
+pub fn create_store(name: &str, dir: &Path) -> Result<Box<dyn LineageStore>> {
+    check_store(name)?;
+    Ok(Box::new(JsonlLineage::create(dir)?))
+}
+
+/// Opens the run in `dir`: its store, its settings and its records. The settings are the first
+/// record, so the store is found by its file (`lineage.jsonl`) and then checked against the
+/// recorded name.
+pub fn open_store(dir: &Path) -> Result<(Box<dyn LineageStore>, RunConfig, Vec<LineageRecord>)> {
+    let (store, records) = JsonlLineage::open(dir)?;
+    let Some(LineageRecord::Started(config)) = records.first().cloned() else {
+        return Err(MiloError::Malformed {
+            path: dir.join(LINEAGE_FILE),
+            message: "the first record is not the run's settings".into(),
+        });
+    };
+    if config.lineage_store != LINEAGE_STORES[0] {
+        return Err(MiloError::Malformed {
+            path: dir.join(LINEAGE_FILE),
+            message: format!(
+                "the run's lineage store is '{}', but its records are JSON lines",
+                config.lineage_store
+            ),
+        });
+    }
+    Ok((Box::new(store), config, records))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_name_is_a_usage_error_naming_it_and_the_known_ones() {
+        let err = |r: Result<()>| r.unwrap_err().to_string();
+        let e = err(mutator("gardener").map(|_| ()));
+        assert!(e.contains("'gardener'") && e.contains("tuner, structural"), "{e}");
+        let e = err(orchestrator("oracle").map(|_| ()));
+        assert!(e.contains("'oracle'") && e.contains("builtin"), "{e}");
+        let e = err(executor("slurm", 2).map(|_| ()));
+        assert!(e.contains("'slurm'") && e.contains("local-threads"), "{e}");
+        let e = err(check_store("sqlite"));
+        assert!(e.contains("'sqlite'") && e.contains("jsonl"), "{e}");
+        let e = err(writer_by_name("gpt").map(|_| ()));
+        assert!(e.contains("'gpt'") && e.contains("builtin, verbatim"), "{e}");
+        for name in MUTATORS {
+            assert_eq!(mutator(name).unwrap().name(), name);
+        }
+    }
+}
