@@ -333,6 +333,7 @@ mod tests {
                 evaluations: Some(1_500),
                 seed: 11,
                 library: &[],
+                cancel: Default::default(),
             };
             let a = BuiltinWriter.solve(&harness, &assignment).unwrap();
             let b = BuiltinWriter.solve(&harness, &assignment).unwrap();

@@ -27,7 +27,7 @@ impl OptimizerWriter for VerbatimWriter {
             seconds: task.seconds,
             evaluations: task.evaluations,
             jobs: 1,
-                cancel: task.cancel.clone(),
+            cancel: task.cancel.clone(),
         };
         let outcome = run_program(problem, task.start, task.parent, &settings, &mut Silent)?;
         let run = ProgramRun {

@@ -1,13 +1,13 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
 use crate::cancel::CancelToken;
-use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
 use crate::search::lineage::{EventRecord, NodeRecord, RunConfig, LINEAGE_FILE};
 use crate::search::mutators;
+use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::search::state::SearchState;
 use crate::suite::Suite;
 use std::path::{Path, PathBuf};

@@ -9,8 +9,8 @@
 
 pub mod trace;
 
-use crate::error::{MiloError, Result};
 use crate::cancel::CancelToken;
+use crate::error::{MiloError, Result};
 use crate::optimize::Budget;
 use crate::problems::{Direction, Problem};
 use crate::program::{Program, ResampleMethod, Step};

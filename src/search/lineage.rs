@@ -356,7 +356,10 @@ mod tests {
         let (mut store, records) = JsonlLineage::open(dir.path()).unwrap();
         assert_eq!(
             records,
-            vec![LineageRecord::Started(config()), LineageRecord::RoundEnd { round: 1 }]
+            vec![
+                LineageRecord::Started(config()),
+                LineageRecord::RoundEnd { round: 1 }
+            ]
         );
         store.append(&LineageRecord::RoundEnd { round: 2 }).unwrap();
         let (records, _) = read_records::<LineageRecord>(&path).unwrap();
@@ -386,7 +389,10 @@ mod tests {
         });
         let text = serde_json::to_string(&failure).unwrap();
         assert!(text.starts_with("{\"record\":\"failure\""), "{text}");
-        assert_eq!(serde_json::from_str::<LineageRecord>(&text).unwrap(), failure);
+        assert_eq!(
+            serde_json::from_str::<LineageRecord>(&text).unwrap(),
+            failure
+        );
     }
 
     #[test]
@@ -398,7 +404,9 @@ mod tests {
             "{\"record\":\"round_end\",\"round\":1}\nnot json\n{}\n",
         )
         .unwrap();
-        let err = read_records::<LineageRecord>(&path).unwrap_err().to_string();
+        let err = read_records::<LineageRecord>(&path)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(JsonlLineage::create(dir.path()).is_err());
     }

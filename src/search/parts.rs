@@ -139,7 +139,10 @@ mod tests {
     fn an_unknown_name_is_a_usage_error_naming_it_and_the_known_ones() {
         let err = |r: Result<()>| r.unwrap_err().to_string();
         let e = err(mutator("gardener").map(|_| ()));
-        assert!(e.contains("'gardener'") && e.contains("tuner, structural"), "{e}");
+        assert!(
+            e.contains("'gardener'") && e.contains("tuner, structural"),
+            "{e}"
+        );
         let e = err(orchestrator("oracle").map(|_| ()));
         assert!(e.contains("'oracle'") && e.contains("builtin"), "{e}");
         let e = err(executor("slurm", 2).map(|_| ()));
@@ -147,7 +150,10 @@ mod tests {
         let e = err(check_store("sqlite"));
         assert!(e.contains("'sqlite'") && e.contains("jsonl"), "{e}");
         let e = err(writer_by_name("gpt").map(|_| ()));
-        assert!(e.contains("'gpt'") && e.contains("builtin, verbatim"), "{e}");
+        assert!(
+            e.contains("'gpt'") && e.contains("builtin, verbatim"),
+            "{e}"
+        );
         for name in MUTATORS {
             assert_eq!(mutator(name).unwrap().name(), name);
         }

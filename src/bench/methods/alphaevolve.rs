@@ -8,7 +8,7 @@
 
 use super::log::{BaselineLog, StepRecord};
 use super::{Method, RunContext};
-use crate::agent::{VerbatimWriter, OptimizerWriter};
+use crate::agent::{OptimizerWriter, VerbatimWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::edits::{self, EditContext};

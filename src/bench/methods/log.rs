@@ -1,7 +1,7 @@
 //! The record file of a baseline run (`steps.jsonl`): every evaluation it made, and the
 //! validation of its best candidate; a killed run resumes from it.
 
-use super::super::trajectory::{best_candidate, within_budget, TrajectoryStep, Trajectory};
+use super::super::trajectory::{best_candidate, within_budget, Trajectory, TrajectoryStep};
 use crate::error::Result;
 use crate::records::{unix_seconds, AppendLog};
 use crate::search::evaluation::Evaluation;

@@ -9,7 +9,7 @@
 //! | `ladder-d` | 3 | the pool | Pareto/crowding | yes | no |
 //! | `ladder-e` = `milo` | 3 | the pool | Pareto/crowding | yes | yes |
 
-use super::super::trajectory::{TrajectoryStep, Trajectory};
+use super::super::trajectory::{Trajectory, TrajectoryStep};
 use super::{Method, RunContext};
 use crate::error::Result;
 use crate::search::evolve::{Search, SearchObserver, Stop};

@@ -24,7 +24,9 @@ mod tests;
 pub use outputs::BEST_FILE;
 
 use super::evaluation::{CostMeasure, Discovery};
-use super::lineage::{EventRecord, FailureRecord, LineageRecord, LineageStore, NodeRecord, RunConfig};
+use super::lineage::{
+    EventRecord, FailureRecord, LineageRecord, LineageStore, NodeRecord, RunConfig,
+};
 use super::orchestrator::should_consult;
 use super::parts::{create_store, open_store, Parts};
 use super::state::SearchState;
@@ -82,7 +84,12 @@ pub struct Search {
 impl Search {
     /// Starts a new run in `dir` (which must not hold one) with the parts named in `config`, the
     /// executor on `jobs` threads; cancelling `cancel` stops it after the last finished step.
-    pub fn start(dir: &Path, config: RunConfig, jobs: usize, cancel: CancelToken) -> Result<Search> {
+    pub fn start(
+        dir: &Path,
+        config: RunConfig,
+        jobs: usize,
+        cancel: CancelToken,
+    ) -> Result<Search> {
         let parts = Parts::named(&config, jobs)?;
         Search::start_with(dir, config, parts, cancel)
     }

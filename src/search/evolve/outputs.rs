@@ -12,7 +12,12 @@ pub const BEST_FILE: &str = "best.json";
 
 impl Search {
     /// Saves `d` to `discoveries/` (named by its score, task and harness); returns the path.
-    pub(super) fn save_discovery(&self, d: &Discovery, harness: &str, node: &str) -> Result<PathBuf> {
+    pub(super) fn save_discovery(
+        &self,
+        d: &Discovery,
+        harness: &str,
+        node: &str,
+    ) -> Result<PathBuf> {
         let dir = self.dir().join("discoveries");
         std::fs::create_dir_all(&dir).map_err(|source| MiloError::Io {
             path: dir.clone(),

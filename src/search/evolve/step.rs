@@ -186,7 +186,11 @@ impl Search {
     }
 
     /// Island `island`'s seed node (round 0): a seed harness, admitted by definition.
-    pub(super) fn seed_island(&mut self, island: usize, observer: &mut dyn SearchObserver) -> Result<()> {
+    pub(super) fn seed_island(
+        &mut self,
+        island: usize,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
         let seeds = seed_harnesses();
         let harness = seeds[island % seeds.len()].clone();
         let id = self.state.next_node_id();
@@ -298,7 +302,14 @@ impl Search {
             Ok(proposal) => proposal,
             Err(e) => {
                 let message = e.to_string();
-                return self.record_failure(round, island, "mutator", &mutator_name, message, observer);
+                return self.record_failure(
+                    round,
+                    island,
+                    "mutator",
+                    &mutator_name,
+                    message,
+                    observer,
+                );
             }
         };
         let mut parents = vec![parent.id.clone()];
@@ -355,7 +366,9 @@ impl Search {
             match self.validate(&child, island, &id, observer)? {
                 Evaluated::Done(validation) => Some(validation),
                 Evaluated::Cancelled => return Ok(()),
-                Evaluated::Failed(f) => return self.record_writer_failure(round, island, f, observer),
+                Evaluated::Failed(f) => {
+                    return self.record_writer_failure(round, island, f, observer)
+                }
             }
         } else {
             None
@@ -405,4 +418,3 @@ fn best_index(candidates: &[MemberScores]) -> usize {
     }
     best
 }
-

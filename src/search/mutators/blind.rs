@@ -7,7 +7,7 @@
 
 use super::structural::Structural;
 use super::tuner::Tuner;
-use super::{MutationError, MutationContext, Mutator, Proposal};
+use super::{MutationContext, MutationError, Mutator, Proposal};
 use crate::search::evaluation::{CostMeasure, Quality};
 use crate::search::lineage::NodeRecord;
 

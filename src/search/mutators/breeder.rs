@@ -14,7 +14,10 @@
 //! 0 result leaves the kind out); the rules as the union of both parents' rules deduplicated by
 //! `when`, a shared `when` taking either parent's rule. The child differs from both parents.
 
-use super::{MutationError, fresh, policy_hash, tuner, DraftChild, Diagnosis, MutationContext, Mutator, Proposal};
+use super::{
+    fresh, policy_hash, tuner, Diagnosis, DraftChild, MutationContext, MutationError, Mutator,
+    Proposal,
+};
 use crate::harness::{kind_key, EditKind, Harness, Rule};
 use crate::search::lineage::NodeRecord;
 use rand::Rng;

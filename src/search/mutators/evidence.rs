@@ -11,9 +11,9 @@
 //! child was admitted and against it if it was rejected; the most favoured edit gains weight and
 //! the most disfavoured loses some (unless it addresses the dominant evidence).
 
-use super::{MutationError, 
-    addresses, evidence_key, fresh, mean_weight, round_sig, DraftChild, Diagnosis, MutationContext,
-    Mutator, Proposal,
+use super::{
+    addresses, evidence_key, fresh, mean_weight, round_sig, Diagnosis, DraftChild, MutationContext,
+    MutationError, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Evidence, Harness, Rule};
 use rand::seq::SliceRandom;

@@ -594,6 +594,9 @@ mod tests {
         expected.sort();
         assert_eq!(seen, expected);
         let ctx = context((&n, &h), vec![], &rejected, 3);
-        assert!(fresh(&ctx, "test", vec![], &[], bump).is_none());
+        assert_eq!(
+            fresh(&ctx, "test", vec![], &[], bump),
+            Err(MutationError::NothingNew { tries: MAX_TRIES })
+        );
     }
 }

@@ -8,9 +8,9 @@
 //! substantially more edits per revision, and a stalled one runs from the task's start; a mostly
 //! gaining parent chains from the best, runs from the best construction, and makes single edits.
 
-use super::{MutationError, 
+use super::{
     addresses, edit_count, evidence_key, fresh, mean_weight, pick_weighted, round_sig, widened,
-    DraftChild, Diagnosis, MutationContext, Mutator, Proposal,
+    Diagnosis, DraftChild, MutationContext, MutationError, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Evidence, Harness, RevisionBase, Rule, RunFrom};
 use rand::seq::SliceRandom;

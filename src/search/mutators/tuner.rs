@@ -7,9 +7,9 @@
 //! expensive for its gain, fewer revisions and stopping sooner. Every knob also keeps a small
 //! weight in either direction, so a rejected nudge leaves others to try.
 
-use super::{MutationError, 
-    addresses, edit_count, fresh, pick_weighted, round_sig, widened, DraftChild, Diagnosis,
-    MutationContext, Mutator, Proposal,
+use super::{
+    addresses, edit_count, fresh, pick_weighted, round_sig, widened, Diagnosis, DraftChild,
+    MutationContext, MutationError, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Harness};
 use crate::search::mutators::evidence_key;
