@@ -1,1 +1,369 @@
+//! The evolve loop with scripted parts: a writer whose gains and costs are a table keyed by the
+//! harness's name (no optimizer work), an executor that records every batch it runs, a mutator
+//! that proposes scripted children and records what it saw, an orchestrator that records its
+//! calls. Each run takes milliseconds.
 
+use super::*;
+use crate::agent::{Assignment, Attempt, OptimizerWriter};
+use crate::error::MiloError;
+use crate::executor::{AttemptTask, Executor, LocalThreads};
+use crate::problems::Direction;
+use crate::search::evaluation::{CostMeasure, Quality};
+use crate::search::lineage::{Components, ParentChoice};
+use crate::search::mutators::{MutationContext, MutationError, Mutator, Proposal};
+use crate::search::orchestrator::Orchestrator;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// The default suite: 4 search tasks, 2 validation tasks.
+const SUITE: &str = "problems/suites/default.toml";
+const SEARCH_TASKS: usize = 4;
+
+/// Gain (in units of the problem's `min_improvement`) and work (cell-evaluations) of every
+/// attempt of a harness, by its name; `broken` fails.
+fn script(harness: &str) -> Result<(f64, f64)> {
+    match harness {
+        "worse" => Ok((0.5, 2e6)),
+        "better" => Ok((2.0, 1e6)),
+        "broken" => Err(MiloError::Usage("scripted writer failure".into())),
+        _ => Ok((1.0, 1e6)),
+    }
+}
+
+/// Returns the start with an exact score better by the scripted gain (not marked improved, so
+/// no construction is saved).
+struct ScriptedWriter;
+
+impl OptimizerWriter for ScriptedWriter {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn solve(&self, harness: &Harness, task: &Assignment) -> Result<Attempt> {
+        let (gain, work) = script(&harness.name)?;
+        let spec = task.problem.spec();
+        let delta = BigRational::from_float(gain * spec.min_improvement).unwrap();
+        let best_exact = match spec.direction {
+            Direction::Minimize => task.start_exact - delta,
+            Direction::Maximize => task.start_exact + delta,
+        };
+        Ok(Attempt {
+            best: task.start.to_vec(),
+            best_exact,
+            improved: false,
+            best_program: task.parent.clone(),
+            evidence: vec![],
+            runs: vec![],
+            evaluations: 0,
+            work,
+            seconds: 0.0,
+            cpu_seconds: 0.0,
+        })
+    }
+}
+
+/// One batch an executor ran: the harness's name and the task ids.
+type Batch = (String, Vec<String>);
+
+/// Local threads with the scripted writer, recording every batch.
+struct RecordingExecutor {
+    inner: LocalThreads,
+    batches: Arc<Mutex<Vec<Batch>>>,
+}
+
+impl Executor for RecordingExecutor {
+    fn name(&self) -> &str {
+        "recording"
+    }
+
+    fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>> {
+        let harness = Harness::parse(&tasks[0].harness, Path::new("task")).unwrap();
+        let ids = tasks.iter().map(|t| t.task.clone()).collect();
+        self.batches.lock().unwrap().push((harness.name, ids));
+        self.inner.run(tasks, cancel)
+    }
+}
+
+/// What the mutator saw in one call.
+#[derive(Clone, Debug, PartialEq)]
+struct Seen {
+    parent: String,
+    validation_visible: bool,
+}
+
+/// Proposes the parent renamed to the next scripted name (an `Err` fails), recording each call.
+struct ScriptedMutator {
+    children: Mutex<VecDeque<std::result::Result<&'static str, &'static str>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Mutator for ScriptedMutator {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn propose(&self, ctx: &MutationContext) -> std::result::Result<Proposal, MutationError> {
+        let visible = ctx.parent.0.validation.is_some()
+            || ctx.history.iter().any(|(n, _)| n.validation.is_some())
+            || ctx.co_parent.is_some_and(|(n, _)| n.validation.is_some());
+        self.seen.lock().unwrap().push(Seen {
+            parent: ctx.parent.0.id.clone(),
+            validation_visible: visible,
+        });
+        let next = self.children.lock().unwrap().pop_front();
+        match next.expect("a scripted child for every call") {
+            Ok(name) => {
+                let mut harness = ctx.parent.1.clone();
+                harness.name = name.into();
+                Ok(Proposal {
+                    harness,
+                    evidence: vec![format!("scripted: {name}")],
+                })
+            }
+            Err(message) => Err(MutationError::Failed(message.into())),
+        }
+    }
+}
+
+/// Records the round of every consultation and makes no move.
+struct RecordingOrchestrator {
+    calls: Arc<Mutex<Vec<usize>>>,
+}
+
+impl Orchestrator for RecordingOrchestrator {
+    fn name(&self) -> &str {
+        "recording"
+    }
+
+    fn consult(
+        &self,
+        _state: &SearchState,
+        round: usize,
+        _patience: usize,
+        _mutators: &[&str],
+        _all_search_tasks: &[String],
+    ) -> Vec<EventRecord> {
+        self.calls.lock().unwrap().push(round);
+        vec![]
+    }
+}
+
+/// A scripted run's records of what its parts saw.
+struct Script {
+    batches: Arc<Mutex<Vec<Batch>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    consultations: Arc<Mutex<Vec<usize>>>,
+}
+
+/// Runs one island for `rounds` rounds with the scripted children, parents chosen greedily
+/// (the best member), patience 1.
+fn run(
+    dir: &Path,
+    rounds: usize,
+    children: Vec<std::result::Result<&'static str, &'static str>>,
+) -> (Search, Stop, Script) {
+    let config = RunConfig {
+        suite: SUITE.into(),
+        islands: 1,
+        rounds: Some(rounds),
+        hours: None,
+        seed: 1,
+        patience: 1,
+        quality: Quality::Best,
+        cost: CostMeasure::Counted,
+        attempts: 1,
+        writer: "scripted".into(),
+        mutators: vec!["scripted".into()],
+        orchestrator: "recording".into(),
+        lineage_store: "jsonl".into(),
+        executor: "recording".into(),
+        cpu_seconds: None,
+        components: Components {
+            parent_choice: ParentChoice::Best,
+            memory: true,
+            orchestrator: true,
+        },
+    };
+    let script = Script {
+        batches: Arc::default(),
+        seen: Arc::default(),
+        consultations: Arc::default(),
+    };
+    let parts = Parts {
+        mutators: vec![Box::new(ScriptedMutator {
+            children: Mutex::new(children.into()),
+            seen: script.seen.clone(),
+        })],
+        orchestrator: Box::new(RecordingOrchestrator {
+            calls: script.consultations.clone(),
+        }),
+        executor: Box::new(RecordingExecutor {
+            inner: LocalThreads::new(2).with_writer(Arc::new(ScriptedWriter)),
+            batches: script.batches.clone(),
+        }),
+    };
+    let mut search = Search::start_with(dir, config, parts, CancelToken::new()).unwrap();
+    struct Quiet;
+    impl SearchObserver for Quiet {}
+    let stop = search.run(&mut Quiet).unwrap();
+    (search, stop, script)
+}
+
+fn node<'a>(search: &'a Search, id: &str) -> &'a NodeRecord {
+    search.state().node(id).unwrap()
+}
+
+#[test]
+fn a_dominated_child_is_rejected_with_its_reason_and_a_better_one_admitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, stop, _) = run(dir.path(), 2, vec![Ok("worse"), Ok("better")]);
+    assert_eq!(stop, Stop::Rounds);
+    let seed = node(&search, "n0000");
+    assert!(seed.admitted());
+    assert_eq!(seed.evaluation.tasks.len(), SEARCH_TASKS);
+    let worse = node(&search, "n0001");
+    assert_eq!((worse.name.as_str(), worse.round), ("worse", 1));
+    assert!(!worse.admitted());
+    assert_eq!(worse.verdict.reason, "dominated by node n0000");
+    let better = node(&search, "n0002");
+    assert_eq!((better.name.as_str(), better.round), ("better", 2));
+    assert!(better.admitted(), "{}", better.verdict.reason);
+    assert!(better.evaluation.fitness.quality > seed.evaluation.fitness.quality);
+    assert_eq!(search.state().admitted(0).len(), 2);
+    assert!(search.state().rejected.contains(&worse.harness));
+}
+
+#[test]
+fn the_selected_parent_is_used_and_validation_is_run_for_a_new_best_but_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, script) = run(dir.path(), 3, vec![Ok("worse"), Ok("better"), Ok("after")]);
+    // Greedy selection: the seed until `better` is admitted, then `better`.
+    let seen = script.seen.lock().unwrap().clone();
+    let parents: Vec<&str> = seen.iter().map(|s| s.parent.as_str()).collect();
+    assert_eq!(parents, ["n0000", "n0000", "n0002"]);
+    assert_eq!(node(&search, "n0003").parents, vec!["n0002".to_string()]);
+    assert!(seen.iter().all(|s| !s.validation_visible), "{seen:?}");
+    // The seed and the new best are validated; the rejected child and `after` (no better than
+    // `better`) are not.
+    let validated = |id: &str| node(&search, id).validation.is_some();
+    assert!(validated("n0000") && validated("n0002"));
+    assert!(!validated("n0001") && !validated("n0003"));
+    let validation_batches: Vec<String> = script
+        .batches
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, ids)| ids.len() != SEARCH_TASKS)
+        .map(|(name, _)| name.clone())
+        .collect();
+    let seed_name = node(&search, "n0000").name.clone();
+    assert_eq!(validation_batches, [seed_name, "better".to_string()]);
+}
+
+#[test]
+fn the_orchestrator_is_consulted_when_the_island_stalls() {
+    let dir = tempfile::tempdir().unwrap();
+    // The seeds' validation counts for round 1 and `better`'s for round 2; round 3 improves
+    // nothing, so with patience 1 the island is stalled after it.
+    let (_, _, script) = run(dir.path(), 3, vec![Ok("worse"), Ok("better"), Ok("after")]);
+    assert_eq!(*script.consultations.lock().unwrap(), [3]);
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, script) = run(dir.path(), 1, vec![Ok("better")]);
+    assert!(script.consultations.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_mutator_failure_is_recorded_and_the_island_skips_the_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, stop, _) = run(dir.path(), 2, vec![Err("no idea"), Ok("better")]);
+    assert_eq!(stop, Stop::Rounds);
+    let failures = &search.state().failures;
+    assert_eq!(failures.len(), 1);
+    let f = &failures[0];
+    assert_eq!((f.round, f.island), (1, 0));
+    assert_eq!((f.part.as_str(), f.name.as_str()), ("mutator", "scripted"));
+    assert_eq!(f.message, "no idea");
+    assert!(!search.state().nodes.iter().any(|n| n.round == 1));
+    assert_eq!(node(&search, "n0001").name, "better");
+    // The record is in the lineage file and replays to the same state.
+    let (_, _, records) = open_store(dir.path()).unwrap();
+    assert_eq!(SearchState::replay(&records).failures, *failures);
+}
+
+#[test]
+fn a_writer_failure_is_recorded_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, stop, _) = run(dir.path(), 2, vec![Ok("broken"), Ok("better")]);
+    assert_eq!(stop, Stop::Rounds);
+    let failures = &search.state().failures;
+    assert_eq!(failures.len(), 1);
+    let f = &failures[0];
+    assert_eq!(
+        (f.round, f.part.as_str(), f.name.as_str()),
+        (1, "writer", "scripted")
+    );
+    assert!(
+        f.message.contains("scripted writer failure"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.starts_with("task "), "{}", f.message);
+    assert_eq!(search.state().nodes.len(), 2);
+    assert!(search.state().has_step(1, 0) && search.state().has_step(2, 0));
+}
+
+#[test]
+fn a_cancelled_run_stops_before_its_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = {
+        let (search, _, _) = run(dir.path(), 1, vec![Ok("worse")]);
+        search.config().clone()
+    };
+    let other = tempfile::tempdir().unwrap();
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let parts = Parts {
+        mutators: vec![],
+        orchestrator: Box::new(RecordingOrchestrator {
+            calls: Arc::default(),
+        }),
+        executor: Box::new(LocalThreads::new(1).with_writer(Arc::new(ScriptedWriter))),
+    };
+    let mut search = Search::start_with(other.path(), config, parts, cancel).unwrap();
+    struct Quiet;
+    impl SearchObserver for Quiet {}
+    assert_eq!(search.run(&mut Quiet).unwrap(), Stop::Interrupted);
+    assert!(search.state().nodes.is_empty());
+}
+
+#[test]
+fn unknown_part_names_are_usage_errors_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, _) = run(dir.path(), 1, vec![Ok("worse")]);
+    let mut config = search.config().clone();
+    config.writer = "builtin".into();
+    config.mutators = vec!["tuner".into()];
+    config.executor = "local-threads".into();
+    config.orchestrator = "oracle".into();
+    let fresh = tempfile::tempdir().unwrap();
+    let run_dir = fresh.path().join("run");
+    let err = Search::start(&run_dir, config.clone(), 1, CancelToken::new())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("'oracle'") && err.contains("builtin"), "{err}");
+    assert!(!run_dir.exists());
+    config.orchestrator = "builtin".into();
+    config.mutators = vec!["gardener".into()];
+    let err = Search::start(&run_dir, config, 1, CancelToken::new())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("'gardener'"), "{err}");
+    // A run recorded with parts this binary does not know cannot be resumed.
+    let err = Search::resume(dir.path(), 1, CancelToken::new())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("'scripted'"), "{err}");
+}
