@@ -5,7 +5,7 @@ use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
-use crate::search::lineage::{EventRecord, NodeRecord, RunConfig, LINEAGE_FILE};
+use crate::search::lineage::{EventRecord, FailureRecord, NodeRecord, RunConfig, LINEAGE_FILE};
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::search::state::SearchState;
@@ -155,6 +155,13 @@ impl SearchObserver for Display {
             event.action.kind(),
             event.islands,
             event.diagnosis
+        );
+    }
+
+    fn failure(&mut self, failure: &FailureRecord) {
+        eprintln!(
+            "round {:>3} island {} {} {} failed (the island skips the round): {}",
+            failure.round, failure.island, failure.part, failure.name, failure.message
         );
     }
 

@@ -1,4 +1,4 @@
-//! `milo lineage`: the nodes and orchestrator events of a run, as a table or JSON.
+//! `milo lineage`: the nodes, orchestrator events and failures of a run, as a table or JSON.
 
 use crate::error::{Result, EXIT_OK};
 use crate::search::lineage::{read_records, LINEAGE_FILE};
@@ -51,7 +51,7 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             })
             .collect();
         return Ok(super::print_json(
-            &json!({ "nodes": nodes, "events": events }),
+            &json!({ "nodes": nodes, "events": events, "failures": state.failures }),
         ));
     }
     println!(
@@ -83,11 +83,18 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             e.diagnosis
         );
     }
+    for f in &state.failures {
+        println!(
+            "round {} island {}: {} {} failed: {}",
+            f.round, f.island, f.part, f.name, f.message
+        );
+    }
     println!(
-        "{} rounds, {} nodes, {} events, {} islands",
+        "{} rounds, {} nodes, {} events, {} failures, {} islands",
         state.rounds_done,
         state.nodes.len(),
         state.events.len(),
+        state.failures.len(),
         state.islands.len()
     );
     Ok(EXIT_OK)

@@ -45,7 +45,7 @@ enum Command {
     Suite(suite::SuiteArgs),
     /// The MILO search: evolve optimizer-writing harnesses across islands on a task suite.
     Evolve(evolve::EvolveArgs),
-    /// Show a search run's lineage: every harness tried and every orchestrator move.
+    /// Show a search run's lineage: every harness tried, every orchestrator move and failure.
     Lineage(lineage::LineageArgs),
     /// Benchmark search methods against each other on a suite at equal CPU budget.
     Bench(bench::BenchArgs),

@@ -13,8 +13,8 @@
 //! [`FailureRecord`] and the island skips the round (its stall counter runs on); the run goes on.
 //!
 //! - this file: the run (start, resume, rounds, stopping, the orchestrator's consultation);
-//! - [`step`]: one island's step and an island's seed node;
-//! - [`outputs`]: `best.json` and `discoveries/`.
+//! - `step.rs`: one island's step and an island's seed node;
+//! - `outputs.rs`: `best.json` and `discoveries/`.
 
 mod outputs;
 mod step;

@@ -14,12 +14,12 @@
 //! receiver, the speciated source) gets no second one; a curriculum changes the tasks, not an
 //! island, so one island move may follow it.
 
-mod curriculum;
+pub mod curriculum;
 #[cfg(test)]
 mod fixture;
-mod graft;
-mod reassign;
-mod speciate;
+pub mod graft;
+pub mod reassign;
+pub mod speciate;
 
 use super::lineage::{EventRecord, Move, NodeRecord};
 use super::similarity::similarity;
