@@ -4,7 +4,7 @@
 mod common;
 use milo::construction::read_values;
 use milo::objective::{objective_for, SmoothMax};
-use milo::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings, Parameterisation};
+use milo::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Parameterisation};
 use milo::problems::by_slug;
 
 const FIRST: &str = "first-autocorrelation-inequality";
@@ -23,7 +23,7 @@ fn optimise(start: &[f64], evaluations: u64) -> Vec<f64> {
         v0,
         &LbfgsSettings::default(),
         &budget,
-        &BudgetSplit::Even,
+        &CascadeSplit::Even,
     );
     let mut f = vec![0.0; n];
     param.forward(&outcome.v, &mut f);

@@ -11,7 +11,7 @@ mod third_autocorrelation;
 
 use crate::error::{MiloError, Result, Violation};
 use num_rational::BigRational;
-pub use spec::{Direction, ProblemSpec, Record};
+pub use spec::{Direction, KnownRecord, ProblemSpec};
 use std::path::Path;
 
 /// A float64 score with a bound on its distance from the exact score of the same array.

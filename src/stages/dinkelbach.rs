@@ -25,7 +25,7 @@
 use super::StageOutcome;
 use crate::objective::second_autocorrelation::RatioTerms;
 use crate::objective::{objective_for, Objective, SmoothMax};
-use crate::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings, Parameterisation};
+use crate::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Parameterisation};
 use crate::problems::{Direction, Problem};
 use crate::program::stages::DinkelbachParams;
 
@@ -158,7 +158,7 @@ pub fn run(
             param.inverse(start),
             &settings,
             budget,
-            &BudgetSplit::Even,
+            &CascadeSplit::Even,
         );
         offer_stages(&outcome.stages, &mut best);
         return StageOutcome {
@@ -227,7 +227,7 @@ fn round_cascade(
         v0,
         settings,
         budget,
-        &BudgetSplit::Even,
+        &CascadeSplit::Even,
     )
 }
 

@@ -3,7 +3,7 @@
 
 use super::StageOutcome;
 use crate::objective::objective_for;
-use crate::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings};
+use crate::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings};
 use crate::program::LbfgsParams;
 
 /// Runs the cascade from `start`; returns the last stage's best point and its β.
@@ -25,7 +25,7 @@ pub fn run(slug: &str, start: &[f64], params: &LbfgsParams, budget: &Budget) -> 
         param.inverse(start),
         &settings,
         budget,
-        &BudgetSplit::Even,
+        &CascadeSplit::Even,
     );
     let mut values = vec![0.0; n];
     param.forward(&outcome.v, &mut values);

@@ -140,7 +140,7 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::objective::{objective_for, SmoothMax};
-    use crate::optimize::{cascade, BudgetSplit, LbfgsSettings, Parameterisation};
+    use crate::optimize::{cascade, CascadeSplit, LbfgsSettings, Parameterisation};
 
     const FIRST: &str = "first-autocorrelation-inequality";
 
@@ -173,7 +173,7 @@ mod tests {
             param.inverse(values),
             &settings,
             budget,
-            &BudgetSplit::Even,
+            &CascadeSplit::Even,
         );
         let mut f = vec![0.0; n];
         param.forward(&out.v, &mut f);
