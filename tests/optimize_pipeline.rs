@@ -3,7 +3,7 @@
 
 mod common;
 use milo::construction::read_values;
-use milo::objective::{objective_for, SmoothMax};
+use milo::objective::SmoothMax;
 use milo::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Parameterisation};
 use milo::problems::by_slug;
 
@@ -14,10 +14,11 @@ fn optimise(start: &[f64], evaluations: u64) -> Vec<f64> {
     let v0 = param.inverse(start);
     let n = start.len();
     let budget = Budget::evaluations(evaluations);
+    let problem = by_slug(FIRST).unwrap();
     let outcome = cascade(
         &[1e2, 1e3, 1e4, 1e5],
         |beta| {
-            let mut objective = objective_for(FIRST, n, SmoothMax::LogSumExp { beta }).unwrap();
+            let mut objective = problem.objective(n, SmoothMax::LogSumExp { beta });
             param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
         },
         v0,

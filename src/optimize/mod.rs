@@ -17,7 +17,7 @@ pub mod param;
 mod lbfgs_tests;
 
 pub use budget::{interrupt, interrupted, Budget, Exhaustion};
-pub use cascade::{cascade, CascadeSplit, CascadeOutcome, CascadeStage};
+pub use cascade::{cascade, CascadeOutcome, CascadeSplit, CascadeStage};
 pub use lbfgs::{minimise, LbfgsOutcome, LbfgsSettings};
 pub use mask::Mask;
 pub use param::Parameterisation;

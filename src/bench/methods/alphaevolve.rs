@@ -11,10 +11,10 @@ use super::{Method, RunContext};
 use crate::agent::VerbatimWriter;
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
-use crate::harness::edits::{self, EditContext};
 use crate::harness::seed_harnesses;
 use crate::harness::EditKind;
 use crate::optimize::interrupted;
+use crate::program::edits::{self, EditContext};
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::suite::{sha256_hex, Task};
@@ -165,9 +165,8 @@ impl Method for ProgramEvolution {
                     .map(|&m| parse(&log.steps[m]))
                     .collect::<Result<Vec<_>>>()?;
                 let context = EditContext {
-                    slug: problem.slug(),
+                    problem,
                     n,
-                    max_len: problem.spec().max_len,
                     library: &library,
                     tune_range: self.tune_range,
                 };
