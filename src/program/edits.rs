@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EditKind {
-    /// Scale one numeric parameter by a log-uniform factor.
+    /// Scale one tunable numeric parameter (the stages say which, [`crate::stages::Stage::tunable`])
+    /// by a log-uniform factor.
     Tune,
     /// Insert an optimizer stage suited to the problem.
     Insert,
@@ -121,14 +122,14 @@ fn tune(program: &Program, range: f64, rng: &mut impl Rng) -> Option<(Program, S
     let tunable: Vec<(String, TuneRange)> = leaves
         .into_iter()
         .filter_map(|path| {
-            let range = tune_range(program, &path)?;
-            Some((path, range))
+            let how = tune_range(program, &path)?;
+            Some((path, how))
         })
         .collect();
-    let (path, tune) = tunable.choose(rng)?.clone();
+    let (path, how) = tunable.choose(rng)?.clone();
     let factor = range.ln() * rng.gen_range(-1.0..=1.0);
     let factor = factor.exp();
-    let (before, after) = scale_number(&mut tree, &path, tune, factor)?;
+    let (before, after) = scale_number(&mut tree, &path, how, factor)?;
     let edited: Program = tree.try_into().ok()?;
     Some((edited, format!("tune {path}: {before} -> {after}")))
 }
@@ -511,6 +512,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+    use std::path::Path;
 
     fn program(slug: &str) -> Program {
         let text = match slug {
@@ -584,6 +586,120 @@ mod tests {
         };
         assert_eq!(run(3), run(3));
     }
+
+    #[test]
+    fn every_numeric_parameter_of_the_shipped_programs_is_declared_tunable() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("problems/optimizers");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let program = Program::load(&path).unwrap();
+            let mut leaves = Vec::new();
+            collect_numbers(
+                &toml::Value::try_from(&program).unwrap(),
+                String::new(),
+                &mut leaves,
+            );
+            for leaf in leaves {
+                assert!(
+                    tune_range(&program, &leaf).is_some(),
+                    "{}: {leaf}",
+                    path.display()
+                );
+                seen += 1;
+            }
+        }
+        let all_kinds = Program::parse(ALL_KINDS, Path::new("all.toml")).unwrap();
+        let mut leaves = Vec::new();
+        collect_numbers(
+            &toml::Value::try_from(&all_kinds).unwrap(),
+            String::new(),
+            &mut leaves,
+        );
+        assert_eq!(leaves.len(), 26, "{leaves:?}");
+        for leaf in leaves {
+            assert!(tune_range(&all_kinds, &leaf).is_some(), "{leaf}");
+        }
+        assert!(seen > 0);
+        let text = all_kinds.to_toml();
+        assert!(text.contains("kind = \"trim\""), "{text}");
+        assert_eq!(
+            Program::parse(&text, Path::new("again.toml")).unwrap(),
+            all_kinds
+        );
+        assert_eq!(
+            tune_range(&all_kinds, "steps[0].share"),
+            Some(TuneRange::Fraction)
+        );
+        assert_eq!(
+            tune_range(&all_kinds, "steps[10].body[0].times"),
+            Some(TuneRange::Count)
+        );
+        assert_eq!(
+            tune_range(&all_kinds, "steps[2].inner.betas"),
+            Some(TuneRange::Positive)
+        );
+    }
+
+    /// Every stage and block kind once, with every numeric parameter (defaults filled in).
+    const ALL_KINDS: &str = r#"
+name = "all"
+
+[[steps]]
+kind = "lbfgs"
+parameterisation = "square"
+share = 0.1
+
+[[steps]]
+kind = "adam"
+parameterisation = "square"
+
+[[steps]]
+kind = "dinkelbach"
+
+[steps.inner]
+parameterisation = "square"
+
+[[steps]]
+kind = "sequential_lp"
+
+[[steps]]
+kind = "resample"
+method = "pool"
+
+[[steps]]
+kind = "perturb"
+
+[[steps]]
+kind = "prune_regrow"
+
+[[steps]]
+kind = "trim"
+
+[[steps]]
+kind = "symmetrize"
+
+[[steps]]
+kind = "finalize"
+
+[[steps]]
+kind = "restarts"
+count = 2
+
+[[steps.body]]
+kind = "repeat"
+times = 2
+
+[[steps.body.body]]
+kind = "until_stall"
+patience = 2
+
+[[steps.body.body.body]]
+kind = "keep_best"
+
+[[steps.body.body.body.body]]
+kind = "trim"
+"#;
 
     #[test]
     fn resolution_respects_the_length_cap() {

@@ -1,5 +1,8 @@
-//! Optimizer programs as data: a TOML file naming a sequence of stages with parameters and
-//! control flow. Unknown keys and bad values are errors that name the line and the key.
+//! Optimizer programs as data: a TOML file naming a sequence of steps, each a stage (its
+//! parameters and code in [`crate::stages`]) or a control-flow block around steps ([`step`]),
+//! with an optional budget share. Unknown keys and bad values are errors that name the line and
+//! the key. The edits the optimizer-writing agent makes on programs live beside them ([`edits`]);
+//! the runner ([`crate::runner`]) executes them.
 //!
 //! ```toml
 //! name = "cascade"

@@ -5,7 +5,8 @@
 //! only when the exact scores confirm it, and the returned construction is always valid. Given a
 //! seed and an evaluation budget the result is the same bits on every run (independent restarts
 //! get their budgets up front, so `jobs` does not change the result); a wall-clock budget makes
-//! the amount of work depend on the machine.
+//! the amount of work depend on the machine. The evidence the optimizer-writing agent reads off a
+//! run's trace lives beside it ([`evidence`]).
 
 pub mod evidence;
 pub mod trace;

@@ -1,5 +1,6 @@
-//! Trust-region sequential LP over the most active lags (DOMAIN.md, "LP steps"), for the first
-//! autocorrelation inequality and the Erdős minimum overlap problem.
+//! Trust-region sequential LP over the most active lags (DOMAIN.md, "LP steps"), for a problem
+//! with a [`LagModel`] (the problem gives it): the first autocorrelation inequality and the Erdős
+//! minimum overlap problem.
 //!
 //! Both scores are, at a fixed sum of the values, the maximum over lags of a quadratic function
 //! of the values: `(f∗f)_k` for the first problem (score `2n·max(f∗f)/(Σf)²`), and
