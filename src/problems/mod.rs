@@ -61,11 +61,12 @@ pub trait Problem: Send + Sync {
     /// workspaces for arrays of length `n ≥ 1`.
     fn objective(&self, n: usize, smooth: SmoothMax) -> Box<dyn Objective>;
 
-    /// The parameterisations that keep the problem's constraints by construction; the first is
-    /// the default (used by polishing stages and by edits that add an optimizer).
+    /// The parameterisations that keep the problem's constraints by construction (edits choose
+    /// among them); the first is the default (prune–regrow's polish, the basin hopping an edit
+    /// appends).
     fn parameterisations(&self) -> &'static [Parameterisation];
 
-    /// The TOML text of the problem's default optimizer program (embedded from
+    /// The TOML text of the problem's default optimizer program (the arena problems embed
     /// `problems/optimizers/<slug>.default.toml`).
     fn default_program(&self) -> &'static str;
 
@@ -99,7 +100,7 @@ pub trait Problem: Send + Sync {
 }
 
 /// Parses one of the embedded data files; they are part of the binary and tested.
-pub(crate) fn embedded_spec(slug: &str, text: &str) -> ProblemSpec {
+fn embedded_spec(slug: &str, text: &str) -> ProblemSpec {
     let origin = Path::new("problems").join(format!("{slug}.toml"));
     match ProblemSpec::parse(text, &origin) {
         Ok(spec) => spec,

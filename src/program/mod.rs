@@ -168,6 +168,11 @@ zero_below = 1e-12
                 "steps[1].body[0].fraction",
             ),
             ("share = 0.4", "share = 0.6", "shares add up"),
+            (
+                "zero_below = 1e-12",
+                "zero_below = 1e-12\nshare = 0.05",
+                "steps[2].share: a finalize step spends no evaluations",
+            ),
         ];
         for (from, to, needle) in cases {
             let err = parse(&EXAMPLE.replace(from, to)).unwrap_err().to_string();
