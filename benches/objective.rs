@@ -2,7 +2,8 @@
 //! the first problem (log-sum-exp) at n = 600 … 2,000,000, and the second problem at 2,000,000.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use milo::objective::{objective_for, SmoothMax};
+use milo::objective::SmoothMax;
+use milo::problems::by_slug;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
@@ -23,7 +24,8 @@ fn bench_objective(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("value_and_gradient");
     for (slug, n) in cases {
-        let mut objective = objective_for(slug, n, SmoothMax::LogSumExp { beta: 1e6 }).unwrap();
+        let problem = by_slug(slug).unwrap();
+        let mut objective = problem.objective(n, SmoothMax::LogSumExp { beta: 1e6 });
         let values = random_values(n, 7);
         let mut grad = vec![0.0; n];
         group.sample_size(if n >= 30_000 { 10 } else { 50 });

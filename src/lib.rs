@@ -1,20 +1,23 @@
 //! milo: verify, improve and benchmark constructions for the EinsteinArena problems.
 //!
 //! Modules, one concept each:
-//! - [`problems`]: the four arena problems (data files plus one implementation each);
+//! - [`problems`]: the four arena problems, one folder each (rules, scores, surrogate, models of
+//!   the problem-specific stages) beside their data files;
 //! - [`construction`]: reading and writing construction files;
 //! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
-//! - [`program`]: optimizer programs as data (TOML stages and control flow);
+//! - [`program`]: optimizer programs as data (TOML steps and control flow) and the edits on them;
 //! - [`records`]: append-only JSON-lines record files (lineages, benchmark steps);
-//! - [`runner`]: executes a program on a construction under a budget, with a trace;
-//! - [`stages`]: stages that transform a construction directly (resample, perturb, symmetrize);
+//! - [`runner`]: executes a program on a construction under a budget, with a trace, and reads
+//!   evidence off the trace;
+//! - [`stages`]: the optimizer stages behind the [`stages::Stage`] trait, one file each
+//!   (parameters and implementation);
 //! - [`verify`]: validity, fast and exact scores, and comparison against a rival;
-//! - [`objective`]: smooth surrogates of the scores with exact gradients through FFT adjoints;
+//! - [`objective`]: the machinery of the smooth surrogates (exact gradients through FFT adjoints);
 //! - [`optimize`]: parameterisations, L-BFGS under a budget, and β cascades, on any objective closure;
-//! - [`harness`]: the policy of the optimizer-writing agent (TOML), its edits and evidence;
+//! - [`harness`]: the policy of the optimizer-writing agent (TOML);
 //! - [`agent`]: agents that write and run optimizer programs under a harness;
 //! - [`executor`]: where attempts run: serialisable attempt tasks and results, local threads;
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);

@@ -88,7 +88,7 @@ fn default_and_gmp_exact_values_agree_digit_for_digit() {
         let values = milo::construction::read_values(&entry.path).unwrap();
         let problem = milo::problems::by_slug(&entry.problem).unwrap();
         let default = problem.score_exact(&values);
-        let gmp = milo::exact::gmp::exact_score(&entry.problem, &values).unwrap();
+        let gmp = problem.score_exact_gmp(&values).unwrap();
         assert_eq!(
             decimal_string(&default, SCORE_DIGITS),
             decimal_string(&gmp, SCORE_DIGITS),

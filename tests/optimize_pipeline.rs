@@ -3,8 +3,8 @@
 
 mod common;
 use milo::construction::read_values;
-use milo::objective::{objective_for, SmoothMax};
-use milo::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings, Parameterisation};
+use milo::objective::SmoothMax;
+use milo::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Parameterisation};
 use milo::problems::by_slug;
 
 const FIRST: &str = "first-autocorrelation-inequality";
@@ -14,16 +14,17 @@ fn optimise(start: &[f64], evaluations: u64) -> Vec<f64> {
     let v0 = param.inverse(start);
     let n = start.len();
     let budget = Budget::evaluations(evaluations);
+    let problem = by_slug(FIRST).unwrap();
     let outcome = cascade(
         &[1e2, 1e3, 1e4, 1e5],
         |beta| {
-            let mut objective = objective_for(FIRST, n, SmoothMax::LogSumExp { beta }).unwrap();
+            let mut objective = problem.objective(n, SmoothMax::LogSumExp { beta });
             param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
         },
         v0,
         &LbfgsSettings::default(),
         &budget,
-        &BudgetSplit::Even,
+        &CascadeSplit::Even,
     );
     let mut f = vec![0.0; n];
     param.forward(&outcome.v, &mut f);

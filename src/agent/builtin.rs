@@ -1,7 +1,7 @@
 //! The built-in optimizer-writing agent: interprets a harness deterministically.
 //!
 //! 1. Runs the parent program as it is on the harness's `minimal` share: a valid baseline, and
-//!    the evidence ([`crate::harness::evidence::diagnose`]) that drives the rules.
+//!    the evidence ([`crate::runner::evidence::diagnose`]) that drives the rules.
 //! 2. Writes up to `programs` revisions, each by `edits_per_program` edits drawn from the menu
 //!    weighted by the rules that fired, and runs each on an even split of what is left of the
 //!    `explore` share (leftovers roll forward); stops after `stop_after_failures` revisions in a
@@ -13,9 +13,10 @@
 
 use super::{cell_evaluations, Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
 use crate::error::Result;
-use crate::harness::edits::{self, EditContext};
-use crate::harness::{evidence, EditKind, Harness, RevisionBase, RunFrom};
+use crate::harness::{EditKind, Harness, RevisionBase, RunFrom};
+use crate::program::edits::{self, EditContext};
 use crate::program::Program;
+use crate::runner::evidence;
 use crate::runner::{
     derive_seed, run_program, trace::cpu_seconds, RunOutcome, RunSettings, Silent,
 };
@@ -178,9 +179,8 @@ impl OptimizerWriter for BuiltinWriter {
         let weights = harness.edit_weights(&found);
         let menu = WeightedIndex::new(&weights).ok();
         let ctx = EditContext {
-            slug: problem.slug(),
+            problem,
             n: task.start.len(),
-            max_len: problem.spec().max_len,
             library: task.library,
             tune_range: harness.tune_range,
         };

@@ -5,7 +5,8 @@
 
 use super::{cell_evaluations, Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
 use crate::error::Result;
-use crate::harness::{evidence, Harness};
+use crate::harness::Harness;
+use crate::runner::evidence;
 use crate::runner::{run_program, trace::cpu_seconds, RunSettings, Silent};
 use std::time::Instant;
 

@@ -55,7 +55,12 @@ enum Command {
 
 /// Parses the command line, runs the command, and returns the process exit code.
 pub fn run() -> i32 {
-    let cli = Cli::parse();
+    execute(Cli::parse())
+}
+
+/// Runs a parsed command line and returns the process exit code (errors are printed on one line
+/// of standard error).
+pub fn execute(cli: Cli) -> i32 {
     let outcome = match cli.command {
         Command::Problems(args) => problems::run(&args),
         Command::Verify(args) => verify::run(&args),

@@ -4,7 +4,7 @@ use super::print_json;
 use crate::construction::{read_values, write_values};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
-use crate::problems::{by_slug, Direction};
+use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
 use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -47,28 +47,10 @@ pub struct OptimizeArgs {
 }
 
 /// The default program of a problem, embedded from `problems/optimizers/<slug>.default.toml`.
-pub fn default_program(slug: &str) -> Result<Program> {
-    let text = match slug {
-        "erdos-min-overlap" => {
-            include_str!("../../problems/optimizers/erdos-min-overlap.default.toml")
-        }
-        "first-autocorrelation-inequality" => {
-            include_str!("../../problems/optimizers/first-autocorrelation-inequality.default.toml")
-        }
-        "second-autocorrelation-inequality" => {
-            include_str!("../../problems/optimizers/second-autocorrelation-inequality.default.toml")
-        }
-        "third-autocorrelation-inequality" => {
-            include_str!("../../problems/optimizers/third-autocorrelation-inequality.default.toml")
-        }
-        other => {
-            return Err(MiloError::Usage(format!(
-                "no default program for '{other}'"
-            )))
-        }
-    };
+pub fn default_program(problem: &dyn Problem) -> Result<Program> {
+    let slug = problem.slug();
     Program::parse(
-        text,
+        problem.default_program(),
         Path::new(&format!("problems/optimizers/{slug}.default.toml")),
     )
 }
@@ -118,7 +100,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     let start = read_values(&args.start)?;
     let program = match &args.program {
         Some(path) => Program::load(path)?,
-        None => default_program(problem.slug())?,
+        None => default_program(problem.as_ref())?,
     };
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!("milo-{}-seed{}.json", problem.slug(), args.seed))

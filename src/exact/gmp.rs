@@ -21,24 +21,31 @@ use num_rational::BigRational;
 use rug::integer::{Order, UnsignedPrimitive};
 use rug::{Integer, Rational};
 
-/// Exact arena score of `values` for the problem `slug`, as a reduced rational (numerator,
-/// denominator > 0), returned as num-rational's [`BigRational`] so callers can compare it with
-/// the default verifier.
-///
-/// Known slugs: `erdos-min-overlap`, `first-autocorrelation-inequality`,
-/// `second-autocorrelation-inequality`, `third-autocorrelation-inequality`. Inputs must already
-/// be validated (finite, non-empty, problem constraints met, non-zero sum). Returns `None` for an
-/// unknown slug, and also (instead of dividing by zero) if the score's denominator is zero, which
-/// validated inputs never produce.
-pub fn exact_score(slug: &str, values: &[f64]) -> Option<BigRational> {
-    let score = match slug {
-        "erdos-min-overlap" => erdos_min_overlap(values)?,
-        "first-autocorrelation-inequality" => first_autocorrelation(values)?,
-        "second-autocorrelation-inequality" => second_autocorrelation(values)?,
-        "third-autocorrelation-inequality" => third_autocorrelation(values)?,
-        _ => return None,
-    };
-    Some(to_big_rational(&score))
+// The four problems' exact scores, each reached through its problem's
+// `Problem::score_exact_gmp`. Inputs must already be validated (finite, non-empty, problem
+// constraints met, non-zero sum); each returns the reduced rational (numerator, denominator > 0)
+// as num-rational's [`BigRational`], so callers can compare it with the default verifier, or
+// `None` (instead of dividing by zero) if the score's denominator is zero, which validated
+// inputs never produce.
+
+/// The exact Erdős minimum overlap score.
+pub fn erdos_min_overlap_score(values: &[f64]) -> Option<BigRational> {
+    erdos_min_overlap(values).map(|r| to_big_rational(&r))
+}
+
+/// The exact first autocorrelation score.
+pub fn first_autocorrelation_score(values: &[f64]) -> Option<BigRational> {
+    first_autocorrelation(values).map(|r| to_big_rational(&r))
+}
+
+/// The exact second autocorrelation score.
+pub fn second_autocorrelation_score(values: &[f64]) -> Option<BigRational> {
+    second_autocorrelation(values).map(|r| to_big_rational(&r))
+}
+
+/// The exact third autocorrelation score.
+pub fn third_autocorrelation_score(values: &[f64]) -> Option<BigRational> {
+    third_autocorrelation(values).map(|r| to_big_rational(&r))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,6 +418,11 @@ mod tests {
     use super::*;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
+
+    /// The GMP score of the problem `slug` (`None` for an unknown slug).
+    fn exact_score(slug: &str, values: &[f64]) -> Option<BigRational> {
+        crate::problems::by_slug(slug).ok()?.score_exact_gmp(values)
+    }
 
     const SLUGS: [&str; 4] = [
         "erdos-min-overlap",

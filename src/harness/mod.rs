@@ -2,8 +2,9 @@
 //!
 //! A harness is data (TOML, `problems/harnesses/*.toml`). It says how the agent revises a task's
 //! parent program: how many revised programs it writes and runs, a weighted menu of edits
-//! ([`edits::EditKind`]), diagnosis rules mapping evidence from the parent's run
-//! ([`evidence::Evidence`]) to preferred edits, how the task's budget is split (a minimal valid
+//! ([`EditKind`], the edits on programs in [`crate::program::edits`]), diagnosis rules mapping
+//! evidence from the parent's run ([`Evidence`], read off the trace by
+//! [`crate::runner::evidence`]) to preferred edits, how the task's budget is split (a minimal valid
 //! run of the parent first, exploration, a reserve to polish the best), when it triages, and how
 //! many candidates it verifies exactly before it stops. MILO evolves harnesses; the built-in agent
 //! ([`crate::agent::BuiltinWriter`]) interprets them.
@@ -11,12 +12,9 @@
 //! A harness must be general: [`Harness::check_general`] rejects one that names a task, a start
 //! or a file of the suite, or embeds construction data.
 
-pub mod edits;
-pub mod evidence;
-
 use crate::error::{MiloError, Result};
-pub use edits::EditKind;
-pub use evidence::Evidence;
+pub use crate::program::edits::EditKind;
+pub use crate::runner::evidence::Evidence;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -1,25 +1,20 @@
-//! Smooth surrogates of the four problems' scores with exact gradients, for optimizers.
+//! The shared machinery of the smooth surrogates of the problems' scores: the [`Objective`]
+//! trait, the [`SmoothMax`] that replaces the max over lags, the preallocated real-FFT workspace
+//! ([`fft::ConvolutionWorkspace`]) and the smoothed peak ratio shared by the first and third
+//! problems ([`peak_ratio::PeakRatio`]). Each problem's own surrogate lives in its folder under
+//! [`crate::problems`] and is reached through [`Problem::objective`](crate::problems::Problem::objective).
 //!
 //! Each surrogate replaces the max over the `2n − 1` lags by a [`SmoothMax`] applied to
 //! unit-sized (score-sized) quantities, so that the log-sum-exp bias `ln(2n − 1)/β` is an absolute
-//! error on the score, and is always to be **minimised** (the second problem, a maximisation, is
-//! negated). Values and gradients cost `O(n log n)` through a preallocated real-FFT workspace
-//! ([`fft::ConvolutionWorkspace`]): the gradient of `Σ_k w_k (f∗f)_k` is `2·(w ⋆ f)`, one more
-//! pair of FFTs of the same size. One file per problem:
-//!
-//! - [`erdos_min_overlap`] — `SM(corr(h', 1 − h'))·2/n` with `h'` rescaled to sum `n/2`;
-//! - [`first_autocorrelation`] — `SM(2n·(f∗f)/S²)`;
-//! - [`second_autocorrelation`] — `−L2²/(L1²·SM((f∗f)/L1))`, i.e. `−L2²/(L1·L∞)` with `L∞` smoothed;
-//! - [`third_autocorrelation`] — `SM(2n·(f∗f)/S²)` for signed `f` (smooths the max, not `|max|`).
+//! error on the score, and is always to be **minimised** (a maximisation is negated). Values and
+//! gradients cost `O(n log n)`: the gradient of `Σ_k w_k (f∗f)_k` is `2·(w ⋆ f)`, one more pair of
+//! FFTs of the same size.
 
-pub mod erdos_min_overlap;
 pub mod fft;
-pub mod first_autocorrelation;
-pub mod second_autocorrelation;
+pub mod peak_ratio;
 pub mod smooth_max;
-pub mod third_autocorrelation;
 
-pub use smooth_max::SmoothMax;
+pub use smooth_max::{SmoothMax, SmoothMaxName};
 
 /// A differentiable surrogate of one problem's score, always to be MINIMISED (the second problem,
 /// a maximisation, is negated).
@@ -33,34 +28,26 @@ pub trait Objective: Send {
     fn score(&mut self, f: &[f64]) -> f64;
 }
 
-/// The surrogate for a problem slug with a smooth max, for arrays of length `n ≥ 1` (workspaces
-/// preallocated for `n`); `None` for an unknown slug or `n = 0`.
-pub fn objective_for(slug: &str, n: usize, smooth: SmoothMax) -> Option<Box<dyn Objective>> {
-    if n == 0 {
-        return None;
-    }
-    Some(match slug {
-        "erdos-min-overlap" => {
-            Box::new(erdos_min_overlap::ErdosMinOverlapObjective::new(n, smooth))
-        }
-        "first-autocorrelation-inequality" => Box::new(
-            first_autocorrelation::FirstAutocorrelationObjective::new(n, smooth),
-        ),
-        "second-autocorrelation-inequality" => Box::new(
-            second_autocorrelation::SecondAutocorrelationObjective::new(n, smooth),
-        ),
-        "third-autocorrelation-inequality" => Box::new(
-            third_autocorrelation::ThirdAutocorrelationObjective::new(n, smooth),
-        ),
-        _ => return None,
-    })
+/// The two parts `N` and `D̃` of a ratio score `N/D` with a smoothed `D̃`, for Dinkelbach's method
+/// (see [`Problem::ratio_terms`](crate::problems::Problem::ratio_terms)).
+pub trait RatioObjective: Send {
+    /// `(N, D̃)` at `f`, writing the gradient of `a·N + b·D̃` with respect to `f` into `grad`.
+    fn evaluate(&mut self, f: &[f64], a: f64, b: f64, grad: &mut [f64]) -> (f64, f64);
+
+    /// `(N, D)` at `f` without smoothing or gradient (`N/D` is the true score).
+    fn true_parts(&mut self, f: &[f64]) -> (f64, f64);
 }
 
 /// Shared helpers for the tests of every problem file.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{objective_for, SmoothMax};
+    use super::{Objective, SmoothMax};
     use rand::{Rng, SeedableRng};
+
+    /// The surrogate of the problem `slug` for arrays of length `n`.
+    fn objective_for(slug: &str, n: usize, smooth: SmoothMax) -> Box<dyn Objective> {
+        crate::problems::by_slug(slug).unwrap().objective(n, smooth)
+    }
 
     /// Seeded random values in `[lo, hi)`.
     pub fn random(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
@@ -83,7 +70,7 @@ pub(crate) mod testing {
     /// `‖g − g_fd‖_∞ ≤ tol·‖g‖_∞`, with a relative step.
     pub fn check_gradient(slug: &str, f: &[f64], smooth: SmoothMax, tol: f64) {
         let n = f.len();
-        let mut objective = objective_for(slug, n, smooth).unwrap();
+        let mut objective = objective_for(slug, n, smooth);
         let mut grad = vec![0.0; n];
         let value = objective.value_and_gradient(f, &mut grad);
         assert!(value.is_finite());
@@ -114,7 +101,7 @@ pub(crate) mod testing {
     /// `score()` against the crate's own float64 score.
     pub fn check_score(slug: &str, f: &[f64]) {
         let expected = crate::problems::by_slug(slug).unwrap().score_fast(f).value;
-        let mut objective = objective_for(slug, f.len(), SmoothMax::PNorm { p: 8.0 }).unwrap();
+        let mut objective = objective_for(slug, f.len(), SmoothMax::PNorm { p: 8.0 });
         let got = objective.score(f);
         assert!(
             (got - expected).abs() <= 1e-12 * expected.abs(),
@@ -130,7 +117,7 @@ pub(crate) mod testing {
         let mut grad = vec![0.0; n];
         let mut previous = f64::INFINITY;
         for beta in [1e1, 1e3, 1e5, 1e8, 1e12] {
-            let mut objective = objective_for(slug, n, SmoothMax::LogSumExp { beta }).unwrap();
+            let mut objective = objective_for(slug, n, SmoothMax::LogSumExp { beta });
             let score = objective.score(f);
             let target = if negate { -score } else { score };
             let value = objective.value_and_gradient(f, &mut grad);
@@ -149,25 +136,11 @@ pub(crate) mod testing {
     /// is measured in `benches/objective.rs`, not here).
     pub fn check_fast_at_30000(slug: &str, f: &[f64]) {
         let n = f.len();
-        let mut objective = objective_for(slug, n, SmoothMax::LogSumExp { beta: 1e6 }).unwrap();
+        let mut objective = objective_for(slug, n, SmoothMax::LogSumExp { beta: 1e6 });
         let mut grad = vec![0.0; n];
         let value = objective.value_and_gradient(f, &mut grad);
         assert!(value.is_finite(), "{slug}: {value}");
         assert!(grad.iter().all(|g| g.is_finite()), "{slug}");
         assert!(grad.iter().any(|&g| g != 0.0), "{slug}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_known_and_others_are_not() {
-        for problem in crate::problems::all() {
-            assert!(objective_for(problem.slug(), 7, SmoothMax::PNorm { p: 3.0 }).is_some());
-        }
-        assert!(objective_for("no-such-problem", 7, SmoothMax::PNorm { p: 3.0 }).is_none());
-        assert!(objective_for("erdos-min-overlap", 0, SmoothMax::PNorm { p: 3.0 }).is_none());
     }
 }

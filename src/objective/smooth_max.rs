@@ -9,6 +9,26 @@
 //! Both are meant for unit-sized `x` (the objectives pass score-sized quantities), so that the
 //! bias `ln(K)/β` is an absolute error on the score.
 
+/// Which smooth max a program names (its temperature is given separately).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SmoothMaxName {
+    /// Log-sum-exp with temperature β.
+    LogSumExp,
+    /// p-norm with exponent p = β.
+    PNorm,
+}
+
+impl SmoothMaxName {
+    /// The smooth max with temperature (or exponent) `beta`.
+    pub fn build(self, beta: f64) -> SmoothMax {
+        match self {
+            SmoothMaxName::LogSumExp => SmoothMax::LogSumExp { beta },
+            SmoothMaxName::PNorm => SmoothMax::PNorm { p: beta },
+        }
+    }
+}
+
 /// How the max over lags is smoothed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SmoothMax {

@@ -5,7 +5,7 @@ use super::lbfgs::{minimise, LbfgsOutcome, LbfgsSettings};
 
 /// How a cascade divides its budget among stages.
 #[derive(Clone, Debug, PartialEq)]
-pub enum BudgetSplit {
+pub enum CascadeSplit {
     /// Equal weights.
     Even,
     /// One non-negative weight per stage. Each stage gets its weight's share of what remains
@@ -44,15 +44,15 @@ pub fn cascade<B, O>(
     v0: Vec<f64>,
     settings: &LbfgsSettings,
     budget: &Budget,
-    split: &BudgetSplit,
+    split: &CascadeSplit,
 ) -> CascadeOutcome
 where
     B: FnMut(f64) -> O,
     O: FnMut(&[f64], &mut [f64]) -> f64,
 {
     let weights = match split {
-        BudgetSplit::Even => vec![1.0; betas.len()],
-        BudgetSplit::Weights(w) => {
+        CascadeSplit::Even => vec![1.0; betas.len()],
+        CascadeSplit::Weights(w) => {
             assert_eq!(w.len(), betas.len(), "cascade: one weight per β");
             w.iter().map(|&x| x.max(0.0)).collect()
         }
@@ -117,7 +117,7 @@ mod tests {
             vec![0.0; 3],
             &LbfgsSettings::default(),
             &Budget::unlimited(),
-            &BudgetSplit::Even,
+            &CascadeSplit::Even,
         );
         let starts = starts.into_inner();
         assert_eq!(starts.len(), 3);
@@ -160,7 +160,7 @@ mod tests {
                 ..LbfgsSettings::default()
             },
             &budget,
-            &BudgetSplit::Weights(vec![1.0, 1.0, 4.0]),
+            &CascadeSplit::Weights(vec![1.0, 1.0, 4.0]),
         );
         let used: Vec<u64> = out.stages.iter().map(|s| s.outcome.evaluations).collect();
         assert!(used[0] <= 15 && used[1] <= (90 - used[0]) / 5, "{used:?}");

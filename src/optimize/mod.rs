@@ -17,7 +17,7 @@ pub mod param;
 mod lbfgs_tests;
 
 pub use budget::{Budget, Exhaustion};
-pub use cascade::{cascade, BudgetSplit, CascadeOutcome, CascadeStage};
+pub use cascade::{cascade, CascadeOutcome, CascadeSplit, CascadeStage};
 pub use lbfgs::{minimise, LbfgsOutcome, LbfgsSettings};
 pub use mask::Mask;
 pub use param::Parameterisation;

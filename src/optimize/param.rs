@@ -11,8 +11,10 @@ pub const EXP_FLOOR: f64 = 1e-12;
 /// `[SIGMOID_CLAMP, 1 − SIGMOID_CLAMP]` before the logit.
 pub const SIGMOID_CLAMP: f64 = 1e-12;
 
-/// How free variables map to construction values, elementwise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How free variables map to construction values, elementwise (named in program files in
+/// snake case: `square`, `exp`, `sigmoid`, `raw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Parameterisation {
     /// `f = v²` (for f ≥ 0).
     Square,

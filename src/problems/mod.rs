@@ -1,17 +1,25 @@
-//! The arena problems: each is a data file (`problems/<slug>.toml`) plus one implementation file
-//! here. A fifth problem is one new data file, one new file in this folder and one line in
-//! [`all`].
+//! The arena problems. Each owns its pieces in one folder here (`<name>/mod.rs`: its rules and
+//! scores; `<name>/objective.rs`: its smooth surrogate; optionally the models the problem-specific
+//! stages use) and names its data file (`problems/<slug>.toml`) and its default optimizer program
+//! (`problems/optimizers/<slug>.default.toml`). A fifth problem is one new folder (with its data
+//! files) and one line in [`all`]: nothing outside this module matches on a problem's slug.
 
 mod erdos_min_overlap;
 mod first_autocorrelation;
+pub mod lag_model;
 mod peak_ratio;
 mod second_autocorrelation;
 pub mod spec;
 mod third_autocorrelation;
+#[cfg(test)]
+pub(crate) mod toy;
 
 use crate::error::{MiloError, Result, Violation};
+use crate::objective::{Objective, RatioObjective, SmoothMax};
+use crate::optimize::Parameterisation;
+pub use lag_model::LagModel;
 use num_rational::BigRational;
-pub use spec::{Direction, ProblemSpec, Record};
+pub use spec::{Direction, KnownRecord, ProblemSpec};
 use std::path::Path;
 
 /// A float64 score with a bound on its distance from the exact score of the same array.
@@ -23,7 +31,9 @@ pub struct FastScore {
     pub error_bound: f64,
 }
 
-/// One arena problem: its rules and its score, fast (float64) and exact (rational).
+/// One arena problem: its rules and its score, fast (float64) and exact (rational), and what the
+/// optimizers need of it (its surrogate, parameterisations, default program, and the models of
+/// the problem-specific stages).
 ///
 /// Scoring methods assume `check` passed and every value is finite.
 pub trait Problem: Send + Sync {
@@ -47,6 +57,42 @@ pub trait Problem: Send + Sync {
     /// (clip forbidden negatives, the Erdős box and rescale rule); returns how many cells changed.
     fn repair(&self, values: &mut [f64]) -> usize;
 
+    /// The smooth surrogate of the score with its gradient (always to be minimised), with
+    /// workspaces for arrays of length `n ≥ 1`.
+    fn objective(&self, n: usize, smooth: SmoothMax) -> Box<dyn Objective>;
+
+    /// The parameterisations that keep the problem's constraints by construction (edits choose
+    /// among them); the first is the default (prune–regrow's polish, the basin hopping an edit
+    /// appends).
+    fn parameterisations(&self) -> &'static [Parameterisation];
+
+    /// The TOML text of the problem's default optimizer program (the arena problems embed
+    /// `problems/optimizers/<slug>.default.toml`).
+    fn default_program(&self) -> &'static str;
+
+    /// The lag model sequential LP linearises, for a score that is the max over lags of a
+    /// quadratic function at a fixed sum; `None` (the default) where the stage does not apply.
+    fn lag_model(&self) -> Option<&dyn LagModel> {
+        None
+    }
+
+    /// The parts `N` and `D̃` of a ratio score `N/D` that Dinkelbach's method iterates on, with
+    /// workspaces for arrays of length `n ≥ 1`; `None` (the default) for a score that is not a
+    /// ratio (Dinkelbach then runs its plain inner cascade).
+    fn ratio_terms(&self, _n: usize, _smooth: SmoothMax) -> Option<Box<dyn RatioObjective>> {
+        None
+    }
+
+    /// The exact score by the independent GMP scorer ([`crate::exact::gmp`]); `None` if its
+    /// denominator is zero (validated inputs never give that).
+    #[cfg(feature = "gmp")]
+    fn score_exact_gmp(&self, values: &[f64]) -> Option<BigRational>;
+
+    /// The default parameterisation (the first of [`Problem::parameterisations`]).
+    fn default_parameterisation(&self) -> Parameterisation {
+        self.parameterisations()[0]
+    }
+
     /// The slug (shorthand for `spec().slug`).
     fn slug(&self) -> &str {
         &self.spec().slug
@@ -69,6 +115,8 @@ pub fn all() -> Vec<Box<dyn Problem>> {
         Box::new(first_autocorrelation::FirstAutocorrelation::new()),
         Box::new(second_autocorrelation::SecondAutocorrelation::new()),
         Box::new(third_autocorrelation::ThirdAutocorrelation::new()),
+        #[cfg(test)]
+        Box::new(toy::Toy::new()),
     ]
 }
 
@@ -163,7 +211,11 @@ mod tests {
             assert!(spec.min_improvement > 0.0);
             assert!(by_slug(&spec.slug).is_ok());
         }
-        assert_eq!(all().len(), 4);
+        assert_eq!(
+            all().len(),
+            5,
+            "the four arena problems and the test-only toy"
+        );
         assert!(by_slug("nope").is_err());
     }
 
@@ -193,6 +245,22 @@ mod tests {
             assert_eq!(lags.len(), 2 * values.len() - 1);
             let peak = lags.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
             assert!(peak.is_finite() && peak > 0.0, "{}", p.slug());
+        }
+    }
+
+    #[test]
+    fn every_problem_gives_its_surrogate_and_default_program() {
+        for problem in all() {
+            let mut objective = problem.objective(7, SmoothMax::PNorm { p: 3.0 });
+            let f = [0.3, 0.9, 0.5, 0.7, 0.1, 0.4, 0.2];
+            let mut grad = [0.0; 7];
+            assert!(objective.value_and_gradient(&f, &mut grad).is_finite());
+            assert!(!problem.parameterisations().is_empty());
+            let program = crate::program::Program::parse(
+                problem.default_program(),
+                Path::new("default.toml"),
+            );
+            assert!(program.is_ok(), "{}: {program:?}", problem.slug());
         }
     }
 

@@ -29,7 +29,7 @@ impl Direction {
 /// One known record value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Record {
+pub struct KnownRecord {
     /// The score.
     pub value: f64,
     /// Who set it.
@@ -67,13 +67,13 @@ pub struct ProblemSpec {
     /// Best proven upper bound on the constant, when known.
     pub upper_bound: Option<f64>,
     /// Known record values.
-    pub records: Vec<Record>,
+    pub records: Vec<KnownRecord>,
 }
 
 impl ProblemSpec {
     /// The arena's current #1 as the problem file records it (a record whose holder starts
     /// with `arena #1`), if it has one.
-    pub fn arena_first(&self) -> Option<&Record> {
+    pub fn arena_first(&self) -> Option<&KnownRecord> {
         self.records
             .iter()
             .find(|r| r.holder.starts_with("arena #1"))
@@ -93,7 +93,7 @@ impl ProblemSpec {
     }
 
     /// The best of the known records in the problem's direction.
-    pub fn best_record(&self) -> Option<&Record> {
+    pub fn best_record(&self) -> Option<&KnownRecord> {
         self.records.iter().reduce(|best, r| {
             if self.direction.better(&r.value, &best.value) {
                 r

@@ -5,16 +5,18 @@
 //! only when the exact scores confirm it, and the returned construction is always valid. Given a
 //! seed and an evaluation budget the result is the same bits on every run (independent restarts
 //! get their budgets up front, so `jobs` does not change the result); a wall-clock budget makes
-//! the amount of work depend on the machine.
+//! the amount of work depend on the machine. The evidence the optimizer-writing agent reads off a
+//! run's trace lives beside it ([`evidence`]).
 
+pub mod evidence;
 pub mod trace;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
 use crate::optimize::Budget;
 use crate::problems::{Direction, Problem};
-use crate::program::{Program, ResampleMethod, Step};
-use crate::stages::{self, StageOutcome};
+use crate::program::{Action, KeepBest, Program, Repeat, Restarts, Step, UntilStall};
+use crate::stages::{Stage, StageOutcome};
 use num_rational::BigRational;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -247,8 +249,8 @@ impl<'a> Runner<'a> {
         seed: u64,
     ) -> Vec<f64> {
         let body_path = format!("{path}.body");
-        match step {
-            Step::Repeat { times, body, .. } => {
+        match &step.action {
+            Action::Repeat(Repeat { times, body }) => {
                 let mut current = current;
                 for t in 0..*times {
                     let pass = budget.share(1.0 / (times - t) as f64);
@@ -263,7 +265,7 @@ impl<'a> Runner<'a> {
                 }
                 current
             }
-            Step::UntilStall { patience, body, .. } => {
+            Action::UntilStall(UntilStall { patience, body }) => {
                 let mut current = current;
                 let mut stalled = 0;
                 let mut pass = 0u64;
@@ -282,10 +284,10 @@ impl<'a> Runner<'a> {
                 }
                 current
             }
-            Step::Restarts { count, body, .. } => {
+            Action::Restarts(Restarts { count, body }) => {
                 self.restarts(*count, body, &body_path, current, budget, seed)
             }
-            Step::KeepBest { body, .. } => {
+            Action::KeepBest(KeepBest { body }) => {
                 let before = self.score(&current);
                 let tried = self.run_steps(body, &body_path, current.clone(), budget, seed);
                 if self.direction().better(&self.score(&tried), &before) {
@@ -294,7 +296,10 @@ impl<'a> Runner<'a> {
                     current
                 }
             }
-            leaf => self.run_leaf(leaf, path, current, budget, seed),
+            action => {
+                let stage = action.stage().expect("every other action is a stage");
+                self.run_stage(stage, path, current, budget, seed)
+            }
         }
     }
 
@@ -366,61 +371,19 @@ impl<'a> Runner<'a> {
         chosen.map(|(v, _)| v).unwrap_or(current)
     }
 
-    fn run_leaf(
+    fn run_stage(
         &mut self,
-        step: &Step,
+        stage: &dyn Stage,
         path: &str,
         current: Vec<f64>,
         budget: &Budget,
         seed: u64,
     ) -> Vec<f64> {
-        let kind = step_kind(step);
+        let kind = stage.kind();
         self.observer.stage_started(path, kind);
-        let slug = self.problem.slug().to_string();
         let score_before = self.score(&current);
         let (wall, cpu) = (Instant::now(), trace::cpu_seconds());
-        let StageOutcome { mut values, beta } = match step {
-            Step::Lbfgs { params, .. } => stages::lbfgs::run(&slug, &current, params, budget),
-            Step::Adam { params, .. } => stages::adam::run(&slug, &current, params, budget, seed),
-            Step::Dinkelbach { params, .. } => {
-                stages::dinkelbach::run(&slug, &current, params, budget, seed)
-            }
-            Step::SequentialLp { params, .. } => {
-                stages::sequential_lp::run(&slug, &current, params, budget)
-            }
-            Step::PruneRegrow { params, .. } => {
-                let polish = default_polish(&slug);
-                let mut polish_fn =
-                    |v: &[f64], b: &Budget| stages::lbfgs::run(&slug, v, &polish, b).values;
-                stages::prune_regrow::run(&slug, &current, params, budget, seed, &mut polish_fn)
-            }
-            Step::Resample { params }
-                if params.method != ResampleMethod::Pool
-                    && current.len().saturating_mul(params.factor)
-                        > self.problem.spec().max_len =>
-            {
-                // A finer grid than the problem allows would be invalid (and can be huge when
-                // a loop repeats the step): the step leaves its input unchanged.
-                plain(current.clone())
-            }
-            Step::Resample { params } => plain(stages::resample::with_noise(
-                stages::resample::resample(&current, params.method, params.factor),
-                params.noise,
-                seed,
-            )),
-            Step::Perturb { params } => plain(stages::perturb::perturb(
-                &current,
-                params.fraction,
-                params.scale,
-                seed,
-            )),
-            Step::Trim => plain(stages::resample::trim(&current)),
-            Step::Symmetrize => plain(stages::symmetrize::symmetrize(&current)),
-            Step::Finalize { params } => {
-                plain(stages::finalize::run(self.problem, &current, params))
-            }
-            control => unreachable!("control step {} handled by run_step", step_kind(control)),
-        };
+        let StageOutcome { mut values, beta } = stage.run(self.problem, &current, budget, seed);
         let repaired = self.problem.repair(&mut values);
         if self.problem.check(&values).is_err() {
             // A stage that cannot produce a valid construction leaves its input unchanged.
@@ -454,35 +417,13 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// A stage outcome without a temperature.
-fn plain(values: Vec<f64>) -> StageOutcome {
-    StageOutcome { values, beta: None }
-}
-
-/// The polish prune–regrow uses between levels: a short high-β L-BFGS cascade.
-fn default_polish(slug: &str) -> crate::program::LbfgsParams {
-    use crate::program::{LbfgsParams, ParameterisationName, SmoothMaxName};
-    let parameterisation = match slug {
-        "third-autocorrelation-inequality" => ParameterisationName::Raw,
-        "erdos-min-overlap" => ParameterisationName::Sigmoid,
-        _ => ParameterisationName::Square,
-    };
-    LbfgsParams {
-        parameterisation,
-        smooth_max: SmoothMaxName::LogSumExp,
-        betas: vec![1e4, 1e6],
-        history: 50,
-        iterations: 300,
-    }
-}
-
 /// Budget weights of a step list: a stated share, or an even split of the unstated rest among
 /// the optimizing steps; transforming steps (resample, perturb, …) need no budget.
 fn step_weights(steps: &[Step]) -> Vec<f64> {
-    let stated: f64 = steps.iter().filter_map(Step::share).sum();
+    let stated: f64 = steps.iter().filter_map(|s| s.share).sum();
     let unstated = steps
         .iter()
-        .filter(|s| s.share().is_none() && s.spends_evaluations())
+        .filter(|s| s.share.is_none() && s.spends_evaluations())
         .count();
     let each = if unstated > 0 {
         (1.0 - stated).max(0.0) / unstated as f64
@@ -491,32 +432,12 @@ fn step_weights(steps: &[Step]) -> Vec<f64> {
     };
     steps
         .iter()
-        .map(|s| match s.share() {
+        .map(|s| match s.share {
             Some(share) => share,
             None if s.spends_evaluations() => each,
             None => 0.0,
         })
         .collect()
-}
-
-/// The `kind` name of a step as written in program files.
-pub fn step_kind(step: &Step) -> &'static str {
-    match step {
-        Step::Lbfgs { .. } => "lbfgs",
-        Step::Adam { .. } => "adam",
-        Step::Dinkelbach { .. } => "dinkelbach",
-        Step::SequentialLp { .. } => "sequential_lp",
-        Step::Resample { .. } => "resample",
-        Step::Perturb { .. } => "perturb",
-        Step::Trim => "trim",
-        Step::PruneRegrow { .. } => "prune_regrow",
-        Step::Symmetrize => "symmetrize",
-        Step::Finalize { .. } => "finalize",
-        Step::Repeat { .. } => "repeat",
-        Step::UntilStall { .. } => "until_stall",
-        Step::Restarts { .. } => "restarts",
-        Step::KeepBest { .. } => "keep_best",
-    }
 }
 
 #[cfg(test)]

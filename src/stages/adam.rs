@@ -17,13 +17,15 @@
 //! is charged to the [`Budget`] per iteration; the run stops at `iterations` or when the budget
 //! refuses. With an evaluation budget (no deadline) a run is bit-for-bit deterministic per seed.
 
-use super::StageOutcome;
-use crate::objective::{objective_for, SmoothMax};
+use super::lbfgs::default_iterations;
+use super::{non_negative, positive, Stage, StageOutcome, Tunable, TuneRange};
+use crate::objective::SmoothMax;
 use crate::optimize::{Budget, Parameterisation};
-use crate::program::stages::AdamParams;
+use crate::problems::Problem;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
 
 /// Adam's first-moment decay.
 const BETA1: f64 = 0.9;
@@ -33,13 +35,88 @@ const BETA2: f64 = 0.999;
 /// problem and on `n`).
 const EPSILON_RELATIVE: f64 = 1e-8;
 
-/// Runs Adam from `start` on problem `slug` (see the module docs) and returns the best
-/// construction found by the true score — `start` itself if nothing valid beat it, or for an
-/// unknown slug or an empty start.
-pub fn run(
-    slug: &str,
+/// Adam with gradient noise and elitist restarts (exploration).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adam {
+    /// Parameterisation of the values.
+    pub parameterisation: Parameterisation,
+    /// Temperature of the log-sum-exp surrogate.
+    #[serde(default = "default_beta")]
+    pub beta: f64,
+    /// Learning rate.
+    #[serde(default = "default_learning_rate")]
+    pub learning_rate: f64,
+    /// Standard deviation of the gradient noise, relative to the gradient's RMS.
+    #[serde(default = "default_gradient_noise")]
+    pub gradient_noise: f64,
+    /// Iterations.
+    #[serde(default = "default_iterations")]
+    pub iterations: u64,
+    /// Iterations without a new best true score after which Adam restarts (fresh moments) from
+    /// the best point.
+    #[serde(default = "default_patience")]
+    pub patience: u64,
+}
+
+fn default_beta() -> f64 {
+    1e3
+}
+fn default_learning_rate() -> f64 {
+    1e-2
+}
+fn default_gradient_noise() -> f64 {
+    1e-3
+}
+fn default_patience() -> u64 {
+    200
+}
+
+/// The tunable parameters of Adam.
+const TUNABLE: &[Tunable] = &[
+    Tunable::new("beta", TuneRange::Positive),
+    Tunable::new("learning_rate", TuneRange::Positive),
+    Tunable::new("gradient_noise", TuneRange::Positive),
+    Tunable::new("iterations", TuneRange::Count),
+    Tunable::new("patience", TuneRange::Count),
+];
+
+impl Stage for Adam {
+    fn kind(&self) -> &'static str {
+        "adam"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        true
+    }
+
+    fn check(&self, path: &str) -> Result<(), String> {
+        positive(path, "beta", self.beta)?;
+        positive(path, "learning_rate", self.learning_rate)?;
+        non_negative(path, "gradient_noise", self.gradient_noise)
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        TUNABLE
+    }
+
+    /// Runs Adam from `start` (see the module docs) and returns the best construction found by
+    /// the true score — `start` itself if nothing valid beat it, or for an empty start.
+    fn run(
+        &self,
+        problem: &dyn Problem,
+        start: &[f64],
+        budget: &Budget,
+        seed: u64,
+    ) -> StageOutcome {
+        run(problem, start, self, budget, seed)
+    }
+}
+
+fn run(
+    problem: &dyn Problem,
     start: &[f64],
-    params: &AdamParams,
+    params: &Adam,
     budget: &Budget,
     seed: u64,
 ) -> StageOutcome {
@@ -47,17 +124,14 @@ pub fn run(
         values: start.to_vec(),
         beta: Some(params.beta),
     };
-    let Ok(problem) = crate::problems::by_slug(slug) else {
-        return unchanged;
-    };
     let n = start.len();
-    let Some(mut objective) = objective_for(slug, n, SmoothMax::LogSumExp { beta: params.beta })
-    else {
+    if n == 0 {
         return unchanged;
-    };
+    }
+    let mut objective = problem.objective(n, SmoothMax::LogSumExp { beta: params.beta });
     let direction = problem.spec().direction;
     let better = |a: f64, b: f64| a.is_finite() && (b.is_nan() || direction.better(&a, &b));
-    let param = params.parameterisation.build();
+    let param = params.parameterisation;
 
     let mut best_f = start.to_vec();
     let mut best_score = if problem.check(start).is_ok() {
@@ -155,7 +229,11 @@ fn rms(x: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::problems::Direction;
-    use crate::program::stages::ParameterisationName;
+
+    fn run(slug: &str, start: &[f64], params: &Adam, budget: &Budget, seed: u64) -> StageOutcome {
+        let problem = crate::problems::by_slug(slug).unwrap();
+        params.run(problem.as_ref(), start, budget, seed)
+    }
 
     fn maximises(slug: &str) -> bool {
         crate::problems::by_slug(slug).unwrap().spec().direction == Direction::Maximize
@@ -169,9 +247,9 @@ mod tests {
             .collect()
     }
 
-    fn params(iterations: u64) -> AdamParams {
-        AdamParams {
-            parameterisation: ParameterisationName::Square,
+    fn params(iterations: u64) -> Adam {
+        Adam {
+            parameterisation: Parameterisation::Square,
             beta: 1e3,
             learning_rate: 1e-2,
             gradient_noise: 1e-2,
@@ -249,9 +327,7 @@ mod tests {
     }
 
     #[test]
-    fn unknown_slug_and_empty_start_return_the_start() {
-        let out = run("no-such", &[1.0, 2.0], &params(10), &Budget::unlimited(), 0);
-        assert_eq!(out.values, vec![1.0, 2.0]);
+    fn an_empty_start_returns_the_start() {
         let out = run(FIRST, &[], &params(10), &Budget::unlimited(), 0);
         assert!(out.values.is_empty());
     }

@@ -2,7 +2,7 @@
 //!
 //! The score is `N/D` with `N = L2²` (the arena's piecewise-linear quadrature of `c = f∗f`) and
 //! `D = L1·L∞`. With `L∞` replaced by the smooth `D̃ = L1²·SM(c/L1)` (the surrogate of
-//! [`crate::objective::second_autocorrelation`]), each round fixes `λ` = the current true score
+//! second problem, `problems/second_autocorrelation/objective.rs`), each round fixes `λ` = the current true score
 //! and maximises `N − λ·D̃` with the inner L-BFGS β cascade, then sets `λ ← N/D` (true score) at
 //! the round's result. `N − λD̃` is homogeneous of degree 4 in `f`, so it is unbounded along the
 //! scale direction once positive; each round therefore maximises it on the slice `Σf = S₀` (the
@@ -18,35 +18,94 @@
 //! `Φ` is charged. The stage returns the best construction by the true score among the start and
 //! the end of every β stage of every round, so it is never worse than the start.
 //!
-//! For every other problem the stage runs the inner cascade once on the problem's plain surrogate
-//! (same best-by-true-score rule). The method is deterministic; the seed is accepted for the
-//! stages' common signature and unused.
+//! The ratio's parts come from the problem ([`Problem::ratio_terms`]); for a problem whose score
+//! is not a ratio the stage runs the inner cascade once on the problem's plain surrogate (same
+//! best-by-true-score rule). The method is deterministic; the seed is unused.
 
-use super::StageOutcome;
-use crate::objective::second_autocorrelation::RatioTerms;
-use crate::objective::{objective_for, Objective, SmoothMax};
-use crate::optimize::{cascade, Budget, BudgetSplit, LbfgsSettings, Parameterisation};
+use super::lbfgs::{Lbfgs, INNER_TUNABLE};
+use super::{at_least_one, Stage, StageOutcome, Tunable, TuneRange};
+use crate::objective::{Objective, RatioObjective, SmoothMax, SmoothMaxName};
+use crate::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Parameterisation};
 use crate::problems::{Direction, Problem};
-use crate::program::stages::DinkelbachParams;
+use serde::{Deserialize, Serialize};
 
-/// The slug this stage's Dinkelbach iteration is for.
-const SECOND: &str = "second-autocorrelation-inequality";
+/// Dinkelbach's method for a ratio score: maximise N − λD, λ ← N/D.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dinkelbach {
+    /// Outer λ updates.
+    #[serde(default = "default_rounds")]
+    pub rounds: usize,
+    /// The inner L-BFGS run.
+    pub inner: Lbfgs,
+}
+
+fn default_rounds() -> usize {
+    5
+}
+
+/// The tunable parameters of Dinkelbach's method: its rounds and its inner L-BFGS run's.
+const TUNABLE: &[Tunable] = &[
+    Tunable::new("rounds", TuneRange::Count),
+    INNER_TUNABLE[0],
+    INNER_TUNABLE[1],
+    INNER_TUNABLE[2],
+];
+
+/// Whether Dinkelbach's iteration applies to `problem` (its score is a ratio).
+pub fn applies_to(problem: &dyn Problem) -> bool {
+    problem
+        .ratio_terms(1, SmoothMax::PNorm { p: 2.0 })
+        .is_some()
+}
+
+impl Stage for Dinkelbach {
+    fn kind(&self) -> &'static str {
+        "dinkelbach"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        true
+    }
+
+    fn check(&self, path: &str) -> Result<(), String> {
+        at_least_one(path, "rounds", self.rounds)?;
+        self.inner.check(&format!("{path}.inner"))
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        TUNABLE
+    }
+
+    /// Runs Dinkelbach's method from `start` (the plain inner cascade for a problem whose score is
+    /// not a ratio; see the module docs) and returns the best construction by the true score —
+    /// `start` itself if nothing valid beat it, or for an empty start.
+    fn run(
+        &self,
+        problem: &dyn Problem,
+        start: &[f64],
+        budget: &Budget,
+        _seed: u64,
+    ) -> StageOutcome {
+        run(problem, start, self, budget)
+    }
+}
 
 /// One Dinkelbach round's objective `Φ(f) = −(S₀/Σf)⁴·(N − λD̃)/D₀` (see the module docs), to
 /// minimise.
 pub struct DinkelbachObjective {
-    terms: RatioTerms,
+    terms: Box<dyn RatioObjective>,
     lambda: f64,
     sum0: f64,
     d0: f64,
 }
 
 impl DinkelbachObjective {
-    /// `Φ` for arrays of length `n ≥ 1` with `λ = lambda`, the slice `Σf = sum0` and the scale
+    /// `Φ` on the ratio's parts `terms` with `λ = lambda`, the slice `Σf = sum0` and the scale
     /// `d0 > 0`.
-    pub fn new(n: usize, smooth: SmoothMax, lambda: f64, sum0: f64, d0: f64) -> Self {
+    pub fn new(terms: Box<dyn RatioObjective>, lambda: f64, sum0: f64, d0: f64) -> Self {
         DinkelbachObjective {
-            terms: RatioTerms::new(n, smooth),
+            terms,
             lambda,
             sum0,
             d0,
@@ -104,72 +163,55 @@ impl Best {
     }
 }
 
-/// Runs Dinkelbach's method from `start` on the second problem (the plain inner cascade on any
-/// other problem; see the module docs) and returns the best construction by the true score —
-/// `start` itself if nothing valid beat it, or for an unknown slug or an empty start.
-pub fn run(
-    slug: &str,
-    start: &[f64],
-    params: &DinkelbachParams,
-    budget: &Budget,
-    seed: u64,
-) -> StageOutcome {
-    let _ = seed; // deterministic method
+fn run(problem: &dyn Problem, start: &[f64], params: &Dinkelbach, budget: &Budget) -> StageOutcome {
     let inner = &params.inner;
     let last_beta = inner.betas.last().copied();
     let n = start.len();
-    let unchanged = StageOutcome {
-        values: start.to_vec(),
-        beta: last_beta,
-    };
-    let Ok(problem) = crate::problems::by_slug(slug) else {
-        return unchanged;
-    };
+    if n == 0 {
+        return StageOutcome {
+            values: start.to_vec(),
+            beta: last_beta,
+        };
+    }
     // Only `score` of this objective is used (its smooth max is irrelevant).
-    let Some(mut scorer) = objective_for(slug, n, SmoothMax::PNorm { p: 2.0 }) else {
-        return unchanged;
-    };
-    let mut best = Best::new(problem.as_ref(), scorer.as_mut(), start);
-    let param = inner.parameterisation.build();
+    let mut scorer = problem.objective(n, SmoothMax::PNorm { p: 2.0 });
+    let mut best = Best::new(problem, scorer.as_mut(), start);
+    let param = inner.parameterisation;
     let settings = LbfgsSettings {
-        history: inner.history,
-        max_iterations: inner.iterations,
         // The gradient's scale depends on n and on the values' scale: stop on the budget, the
         // iteration limit or a stalled line search instead.
         tolerance_grad: 0.0,
-        ..LbfgsSettings::default()
+        ..inner.settings()
     };
     let mut f = vec![0.0; n];
     let mut offer_stages = |stages: &[crate::optimize::CascadeStage], best: &mut Best| {
         for stage in stages {
             param.forward(&stage.outcome.v, &mut f);
-            best.offer(problem.as_ref(), scorer.as_mut(), &f);
+            best.offer(problem, scorer.as_mut(), &f);
         }
     };
 
-    if slug != SECOND {
+    let Some(mut terms) = problem.ratio_terms(n, SmoothMax::PNorm { p: 2.0 }) else {
         let outcome = cascade(
             &inner.betas,
             |beta| {
-                let mut objective = objective_for(slug, n, inner.smooth_max.build(beta))
-                    .expect("a known slug with n ≥ 1");
+                let mut objective = problem.objective(n, inner.smooth_max.build(beta));
                 param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
             },
             param.inverse(start),
             &settings,
             budget,
-            &BudgetSplit::Even,
+            &CascadeSplit::Even,
         );
         offer_stages(&outcome.stages, &mut best);
         return StageOutcome {
             values: best.values,
             beta: last_beta,
         };
-    }
+    };
 
     let mut v = param.inverse(start);
     let mut current = vec![0.0; n];
-    let mut terms = RatioTerms::new(n, SmoothMax::PNorm { p: 2.0 });
     for round in 0..params.rounds {
         if budget.exhausted().is_some() {
             break;
@@ -183,6 +225,7 @@ pub fn run(
         }
         let share = budget.share(1.0 / (params.rounds - round) as f64);
         let outcome = round_cascade(
+            problem,
             n,
             inner.smooth_max,
             &inner.betas,
@@ -208,8 +251,9 @@ pub fn run(
 /// One round: the β cascade of L-BFGS runs on `Φ` with `(λ, S₀, D₀) = round`, from `v0`.
 #[allow(clippy::too_many_arguments)]
 fn round_cascade(
+    problem: &dyn Problem,
     n: usize,
-    smooth: crate::program::stages::SmoothMaxName,
+    smooth: SmoothMaxName,
     betas: &[f64],
     param: Parameterisation,
     round: (f64, f64, f64),
@@ -221,20 +265,43 @@ fn round_cascade(
     cascade(
         betas,
         |beta| {
-            let mut objective = DinkelbachObjective::new(n, smooth.build(beta), lambda, sum0, d0);
+            let terms = problem
+                .ratio_terms(n, smooth.build(beta))
+                .expect("the round's problem has ratio terms");
+            let mut objective = DinkelbachObjective::new(terms, lambda, sum0, d0);
             param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
         },
         v0,
         settings,
         budget,
-        &BudgetSplit::Even,
+        &CascadeSplit::Even,
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::stages::{LbfgsParams, ParameterisationName, SmoothMaxName};
+
+    const SECOND: &str = "second-autocorrelation-inequality";
+
+    fn run(
+        slug: &str,
+        start: &[f64],
+        params: &Dinkelbach,
+        budget: &Budget,
+        seed: u64,
+    ) -> StageOutcome {
+        let problem = crate::problems::by_slug(slug).unwrap();
+        params.run(problem.as_ref(), start, budget, seed)
+    }
+
+    /// The second problem's ratio terms.
+    fn ratio_terms(n: usize, smooth: SmoothMax) -> Box<dyn RatioObjective> {
+        crate::problems::by_slug(SECOND)
+            .unwrap()
+            .ratio_terms(n, smooth)
+            .unwrap()
+    }
 
     fn cosine_bump(n: usize) -> Vec<f64> {
         (0..n)
@@ -249,11 +316,11 @@ mod tests {
         crate::problems::by_slug(slug).unwrap().score_fast(f).value
     }
 
-    fn params(betas: Vec<f64>, rounds: usize) -> DinkelbachParams {
-        DinkelbachParams {
+    fn params(betas: Vec<f64>, rounds: usize) -> Dinkelbach {
+        Dinkelbach {
             rounds,
-            inner: LbfgsParams {
-                parameterisation: ParameterisationName::Square,
+            inner: Lbfgs {
+                parameterisation: Parameterisation::Square,
                 smooth_max: SmoothMaxName::LogSumExp,
                 betas,
                 history: 50,
@@ -292,7 +359,7 @@ mod tests {
         for (n, seed) in [(5usize, 1u64), (33, 2), (128, 3)] {
             let f = crate::objective::testing::random(n, seed, 0.05, 1.0);
             for smooth in smooths {
-                let mut terms = RatioTerms::new(n, smooth);
+                let mut terms = ratio_terms(n, smooth);
                 let mut grad = vec![0.0; n];
                 let mut scratch = vec![0.0; n];
                 terms.evaluate(&f, 1.0, 0.0, &mut grad);
@@ -311,7 +378,7 @@ mod tests {
                 );
                 // Φ, on a slice other than f's own sum.
                 let sum0 = 0.7 * f.iter().sum::<f64>();
-                let mut phi = DinkelbachObjective::new(n, smooth, 0.8, sum0, 0.3);
+                let mut phi = DinkelbachObjective::new(ratio_terms(n, smooth), 0.8, sum0, 0.3);
                 phi.value_and_gradient(&f, &mut grad);
                 check(&f, &grad, |x| phi.value_and_gradient(x, &mut scratch), "Φ");
             }
@@ -322,7 +389,7 @@ mod tests {
     fn parts_agree_with_the_true_score_and_the_surrogate() {
         let n = 200;
         let f = crate::objective::testing::random(n, 9, 0.0, 1.0);
-        let mut terms = RatioTerms::new(n, SmoothMax::LogSumExp { beta: 1e12 });
+        let mut terms = ratio_terms(n, SmoothMax::LogSumExp { beta: 1e12 });
         let (num, den) = terms.true_parts(&f);
         let truth = score(SECOND, &f);
         assert!((num / den - truth).abs() <= 1e-12 * truth);

@@ -1,8 +1,11 @@
-//! Optimizer stages, one file each. Some transform a construction directly (resolution changes,
-//! perturbations, symmetrisation: small pure functions of the values and a seeded RNG); the
-//! optimizing ones take a start, their parameters, a [`Budget`](crate::optimize::Budget) whose
-//! evaluation counter they charge once per objective evaluation, and a seed, and return a
-//! [`StageOutcome`]. The runner keeps the best construction across stages and verifies it.
+//! Optimizer stages, one file each: the stage's parameters as a program file states them (a serde
+//! struct, with their defaults) and its implementation behind the [`Stage`] trait.
+//!
+//! Some stages transform a construction directly (resolution changes, perturbations,
+//! symmetrisation: small pure functions of the values and a seeded RNG); the optimizing ones take
+//! a start, a [`Budget`] whose evaluation counter they charge once per objective evaluation, and a
+//! seed. Every stage returns a [`StageOutcome`]; the runner keeps the best construction across
+//! stages, records what each contributed to the trace, and verifies the best.
 
 pub mod adam;
 pub mod dinkelbach;
@@ -13,12 +16,109 @@ pub mod prune_regrow;
 pub mod resample;
 pub mod sequential_lp;
 pub mod symmetrize;
+pub mod trim;
 
-/// What an optimizing stage hands back to the runner.
+use crate::optimize::Budget;
+use crate::problems::Problem;
+
+/// What a stage hands back to the runner.
 #[derive(Clone, Debug)]
 pub struct StageOutcome {
     /// The stage's best construction (any length the stage chose).
     pub values: Vec<f64>,
-    /// The last smoothing temperature used, if the stage used one (for the trace).
+    /// The last smoothing temperature used, if the stage used one (its contribution to the
+    /// trace's stage record).
     pub beta: Option<f64>,
+}
+
+impl StageOutcome {
+    /// An outcome without a temperature.
+    pub fn plain(values: Vec<f64>) -> StageOutcome {
+        StageOutcome { values, beta: None }
+    }
+}
+
+/// How a tuning edit may move a numeric parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TuneRange {
+    /// A positive number (or every number of a list), scaled freely.
+    Positive,
+    /// A fraction, scaled then clamped to `[1e-6, 1]`.
+    Fraction,
+    /// A count, scaled and rounded, at least 1 (and changed by at least one).
+    Count,
+}
+
+/// A parameter a tuning edit may scale: its key (dotted for a nested table, as in
+/// `inner.betas`) and its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tunable {
+    /// The key as written in program files.
+    pub key: &'static str,
+    /// How it may move.
+    pub range: TuneRange,
+}
+
+impl Tunable {
+    /// A tunable parameter.
+    pub const fn new(key: &'static str, range: TuneRange) -> Tunable {
+        Tunable { key, range }
+    }
+}
+
+/// One optimizer stage with its parameters.
+pub trait Stage {
+    /// The `kind` name of the stage in program files.
+    fn kind(&self) -> &'static str;
+
+    /// Whether the stage spends objective evaluations (and so takes a share of the budget), rather
+    /// than reshaping the values directly.
+    fn spends_evaluations(&self) -> bool;
+
+    /// Value checks serde cannot express; the message names `path.key` (`path` is the step's
+    /// path, as `steps[2].body[0]`).
+    fn check(&self, path: &str) -> Result<(), String>;
+
+    /// The numeric parameters a tuning edit may scale, and their ranges.
+    fn tunable(&self) -> &'static [Tunable];
+
+    /// Runs the stage from `start` (valid for `problem`) under `budget` with `seed`.
+    fn run(&self, problem: &dyn Problem, start: &[f64], budget: &Budget, seed: u64)
+        -> StageOutcome;
+}
+
+/// `Ok` if `x` is a finite positive number, else the error naming `path.key`.
+pub fn positive(path: &str, key: &str, x: f64) -> Result<(), String> {
+    if x.is_finite() && x > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{path}.{key}: must be a positive number, got {x}"))
+    }
+}
+
+/// `Ok` if `x` is in `[0, 1]`, else the error naming `path.key`.
+pub fn fraction(path: &str, key: &str, x: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&x) {
+        Ok(())
+    } else {
+        Err(format!("{path}.{key}: must be in [0, 1], got {x}"))
+    }
+}
+
+/// `Ok` if `x` is a finite number ≥ 0, else the error naming `path.key`.
+pub fn non_negative(path: &str, key: &str, x: f64) -> Result<(), String> {
+    if x >= 0.0 && x.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{path}.{key}: must be ≥ 0"))
+    }
+}
+
+/// `Ok` if `k ≥ 1`, else the error naming `path.key`.
+pub fn at_least_one(path: &str, key: &str, k: usize) -> Result<(), String> {
+    if k >= 1 {
+        Ok(())
+    } else {
+        Err(format!("{path}.{key}: must be at least 1"))
+    }
 }

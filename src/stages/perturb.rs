@@ -3,9 +3,67 @@
 //! DOMAIN.md: "multiplicative noise on a few percent of the support, or ~1% globally". Seeded,
 //! so the same seed gives the same bits.
 
+use super::{fraction, positive, Stage, StageOutcome, Tunable, TuneRange};
+use crate::optimize::Budget;
+use crate::problems::Problem;
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
+
+/// A random perturbation: multiplicative noise on a fraction of the support.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Perturb {
+    /// Fraction of the cells perturbed (1.0 = all).
+    #[serde(default = "default_fraction")]
+    pub fraction: f64,
+    /// Relative size of the multiplicative noise.
+    #[serde(default = "default_scale")]
+    pub scale: f64,
+}
+
+fn default_fraction() -> f64 {
+    0.01
+}
+fn default_scale() -> f64 {
+    0.01
+}
+
+/// The tunable parameters of a perturbation.
+const TUNABLE: &[Tunable] = &[
+    Tunable::new("fraction", TuneRange::Fraction),
+    Tunable::new("scale", TuneRange::Positive),
+];
+
+impl Stage for Perturb {
+    fn kind(&self) -> &'static str {
+        "perturb"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        false
+    }
+
+    fn check(&self, path: &str) -> Result<(), String> {
+        fraction(path, "fraction", self.fraction)?;
+        positive(path, "scale", self.scale)
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        TUNABLE
+    }
+
+    fn run(
+        &self,
+        _problem: &dyn Problem,
+        start: &[f64],
+        _budget: &Budget,
+        seed: u64,
+    ) -> StageOutcome {
+        StageOutcome::plain(perturb(start, self.fraction, self.scale, seed))
+    }
+}
 
 /// `values` with `round(fraction·n)` cells (at least one when `fraction > 0`) multiplied by
 /// `1 + scale·z`, `z` standard normal, chosen and drawn from `seed`.

@@ -1,16 +1,75 @@
 //! Prune–regrow of the support (DOMAIN.md): zero the smallest cells on a schedule, re-optimise
 //! each level, then revive a random part of the dead cells and re-optimise again.
 //!
-//! The re-optimisation is the caller's `polish` closure (typically an L-BFGS β cascade); this
-//! stage only edits the support, splits the budget, and keeps the best valid construction by the
-//! problem's true float64 score (`Problem::score_fast`, in the problem's direction).
+//! The re-optimisation is a `polish` closure (as a stage: a short L-BFGS β cascade,
+//! [`Lbfgs::polish`]); this stage only edits the support, splits the budget, and keeps the best
+//! valid construction by the problem's true float64 score (`Problem::score_fast`, in the
+//! problem's direction).
 
-use super::StageOutcome;
+use super::lbfgs::Lbfgs;
+use super::{at_least_one, fraction, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::Budget;
-use crate::problems::{by_slug, Problem};
-use crate::program::PruneRegrowParams;
+use crate::problems::Problem;
 use rand::seq::index::sample;
 use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+/// Prune–regrow: zero the smallest cells, re-optimise, regrow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PruneRegrow {
+    /// Fraction of the support zeroed per level.
+    #[serde(default = "default_fraction")]
+    pub fraction: f64,
+    /// Number of levels.
+    #[serde(default = "default_levels")]
+    pub levels: usize,
+}
+
+fn default_fraction() -> f64 {
+    0.01
+}
+fn default_levels() -> usize {
+    3
+}
+
+/// The tunable parameters of prune–regrow.
+const TUNABLE: &[Tunable] = &[
+    Tunable::new("fraction", TuneRange::Fraction),
+    Tunable::new("levels", TuneRange::Count),
+];
+
+impl Stage for PruneRegrow {
+    fn kind(&self) -> &'static str {
+        "prune_regrow"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        true
+    }
+
+    fn check(&self, path: &str) -> Result<(), String> {
+        fraction(path, "fraction", self.fraction)?;
+        at_least_one(path, "levels", self.levels)
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        TUNABLE
+    }
+
+    /// [`prune_regrow`] with the polish [`Lbfgs::polish`] of the problem.
+    fn run(
+        &self,
+        problem: &dyn Problem,
+        start: &[f64],
+        budget: &Budget,
+        seed: u64,
+    ) -> StageOutcome {
+        let polish = Lbfgs::polish(problem);
+        let mut polish_fn = |v: &[f64], b: &Budget| polish.run(problem, v, b, seed).values;
+        prune_regrow(problem, start, self, budget, seed, &mut polish_fn)
+    }
+}
 
 /// Revived cells start at this fraction of the mean magnitude of the support.
 pub const REGROW_RELATIVE: f64 = 1e-3;
@@ -75,25 +134,19 @@ fn valid_score(problem: &dyn Problem, values: &[f64], budget: &Budget) -> Option
 ///
 /// Returns the best valid construction by true score in the problem's direction — the start
 /// itself unless something strictly better was found (an invalid start is replaced by the first
-/// valid result, if any). Unknown slugs return the start unchanged.
-pub fn run(
-    slug: &str,
+/// valid result, if any).
+pub fn prune_regrow(
+    problem: &dyn Problem,
     start: &[f64],
-    params: &PruneRegrowParams,
+    params: &PruneRegrow,
     budget: &Budget,
     seed: u64,
     polish: &mut dyn FnMut(&[f64], &Budget) -> Vec<f64>,
 ) -> StageOutcome {
-    let Ok(problem) = by_slug(slug) else {
-        return StageOutcome {
-            values: start.to_vec(),
-            beta: None,
-        };
-    };
     let direction = problem.spec().direction;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut best = start.to_vec();
-    let mut best_score = valid_score(problem.as_ref(), start, budget);
+    let mut best_score = valid_score(problem, start, budget);
     let mut current = start.to_vec();
     let total = 2 * params.levels;
     let mut done = 0;
@@ -108,7 +161,7 @@ pub fn run(
         budget.charge(share.used());
         // Judge the polished construction, and the edited one in case polishing failed.
         for candidate in [polished, edited] {
-            if let Some(s) = valid_score(problem.as_ref(), &candidate, budget) {
+            if let Some(s) = valid_score(problem, &candidate, budget) {
                 if best_score.is_none_or(|b| direction.better(&s, &b)) {
                     *best_score = Some(s);
                     *best = candidate.clone();
@@ -130,19 +183,29 @@ pub fn run(
         let grown = regrow(&current, params.fraction, &mut rng);
         step(grown, &mut current, &mut best, &mut best_score, &mut done);
     }
-    StageOutcome {
-        values: best,
-        beta: None,
-    }
+    StageOutcome::plain(best)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objective::{objective_for, SmoothMax};
-    use crate::optimize::{cascade, BudgetSplit, LbfgsSettings, Parameterisation};
+    use crate::objective::SmoothMax;
+    use crate::optimize::{cascade, CascadeSplit, LbfgsSettings, Parameterisation};
+    use crate::problems::by_slug;
 
     const FIRST: &str = "first-autocorrelation-inequality";
+
+    fn run(
+        slug: &str,
+        start: &[f64],
+        params: &PruneRegrow,
+        budget: &Budget,
+        seed: u64,
+        polish: &mut dyn FnMut(&[f64], &Budget) -> Vec<f64>,
+    ) -> StageOutcome {
+        let problem = by_slug(slug).unwrap();
+        prune_regrow(problem.as_ref(), start, params, budget, seed, polish)
+    }
 
     fn start(n: usize) -> Vec<f64> {
         (0..n)
@@ -159,6 +222,7 @@ mod tests {
     /// An L-BFGS β cascade on f = v².
     fn lbfgs_polish(values: &[f64], budget: &Budget) -> Vec<f64> {
         let n = values.len();
+        let problem = by_slug(FIRST).unwrap();
         let param = Parameterisation::Square;
         let settings = LbfgsSettings {
             max_iterations: 200,
@@ -167,13 +231,13 @@ mod tests {
         let out = cascade(
             &[1e2, 1e3],
             |beta| {
-                let mut objective = objective_for(FIRST, n, SmoothMax::LogSumExp { beta }).unwrap();
+                let mut objective = problem.objective(n, SmoothMax::LogSumExp { beta });
                 param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
             },
             param.inverse(values),
             &settings,
             budget,
-            &BudgetSplit::Even,
+            &CascadeSplit::Even,
         );
         let mut f = vec![0.0; n];
         param.forward(&out.v, &mut f);
@@ -195,7 +259,7 @@ mod tests {
     #[test]
     fn identity_polish_never_makes_it_worse() {
         let s = start(64);
-        let params = PruneRegrowParams {
+        let params = PruneRegrow {
             fraction: 0.1,
             levels: 3,
         };
@@ -208,7 +272,7 @@ mod tests {
     #[test]
     fn lbfgs_polish_improves_deterministically() {
         let s = start(60);
-        let params = PruneRegrowParams {
+        let params = PruneRegrow {
             fraction: 0.05,
             levels: 2,
         };

@@ -3,7 +3,91 @@
 //! DOMAIN.md: resampling an optimum without re-optimising destroys it, so a program follows these
 //! with a polish; block-repeat keeps the first and third scores exactly and is the safe default.
 
-use crate::program::ResampleMethod;
+use super::{non_negative, Stage, StageOutcome, Tunable, TuneRange};
+use crate::optimize::Budget;
+use crate::problems::Problem;
+use serde::{Deserialize, Serialize};
+
+/// How a resolution change maps samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResampleMethod {
+    /// Each sample repeated k times (score-preserving).
+    BlockRepeat,
+    /// Linear interpolation onto the finer grid.
+    Linear,
+    /// Averages of k consecutive samples (coarser grid).
+    Pool,
+}
+
+/// A change of resolution by an integer factor, with tie-breaking noise.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resample {
+    /// How samples map to the new grid.
+    pub method: ResampleMethod,
+    /// The integer factor (finer for block_repeat/linear, coarser for pool).
+    #[serde(default = "default_factor")]
+    pub factor: usize,
+    /// Noise added afterwards, relative to the values' spread.
+    #[serde(default = "default_noise")]
+    pub noise: f64,
+}
+
+fn default_factor() -> usize {
+    2
+}
+fn default_noise() -> f64 {
+    1e-6
+}
+
+/// The tunable parameters of a resolution change.
+const TUNABLE: &[Tunable] = &[
+    Tunable::new("factor", TuneRange::Count),
+    Tunable::new("noise", TuneRange::Positive),
+];
+
+impl Stage for Resample {
+    fn kind(&self) -> &'static str {
+        "resample"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        false
+    }
+
+    fn check(&self, path: &str) -> Result<(), String> {
+        if self.factor < 2 {
+            return Err(format!("{path}.factor: must be at least 2"));
+        }
+        non_negative(path, "noise", self.noise)
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        TUNABLE
+    }
+
+    /// The resampled values with noise; a finer grid than the problem allows would be invalid
+    /// (and can be huge when a loop repeats the step), so then the values are left unchanged.
+    fn run(
+        &self,
+        problem: &dyn Problem,
+        start: &[f64],
+        _budget: &Budget,
+        seed: u64,
+    ) -> StageOutcome {
+        if self.method != ResampleMethod::Pool
+            && start.len().saturating_mul(self.factor) > problem.spec().max_len
+        {
+            return StageOutcome::plain(start.to_vec());
+        }
+        StageOutcome::plain(with_noise(
+            resample(start, self.method, self.factor),
+            self.noise,
+            seed,
+        ))
+    }
+}
 
 /// Each sample repeated `factor` times.
 pub fn block_repeat(values: &[f64], factor: usize) -> Vec<f64> {
@@ -41,22 +125,6 @@ pub fn pool(values: &[f64], factor: usize) -> Vec<f64> {
         .chunks(factor)
         .map(|c| c.iter().sum::<f64>() / c.len() as f64)
         .collect()
-}
-
-/// `values` without the zero cells at both ends (unchanged if every cell is zero).
-///
-/// The second problem's score depends only on the sequence `f∗f`, not on the grid width (its
-/// `1/(m+1)` factors cancel), so trimming keeps that score exactly; a block repeat afterwards
-/// then refines the support alone (on the AlphaEvolve start, the last 18,246 of 50,000 cells are
-/// zero). The other problems' scores depend on `n`: there it is a different construction.
-pub fn trim(values: &[f64]) -> Vec<f64> {
-    match (
-        values.iter().position(|&x| x != 0.0),
-        values.iter().rposition(|&x| x != 0.0),
-    ) {
-        (Some(first), Some(last)) => values[first..=last].to_vec(),
-        _ => values.to_vec(),
-    }
 }
 
 /// Applies a resampling method with its factor.
@@ -122,24 +190,6 @@ mod tests {
         }
         assert_eq!(fine[0], 0.0);
         assert_eq!(fine[39], 9.0);
-    }
-
-    #[test]
-    fn trim_drops_end_zeros_and_keeps_the_second_score_exactly() {
-        assert_eq!(trim(&[0.0, 0.0, 1.5, 0.0, 2.0, 0.0]), vec![1.5, 0.0, 2.0]);
-        assert_eq!(trim(&[0.0, 0.0]), vec![0.0, 0.0]);
-        assert_eq!(trim(&[3.0]), vec![3.0]);
-        let p = by_slug("second-autocorrelation-inequality").unwrap();
-        let mut values = vec![0.0; 7];
-        values.extend((0..60).map(|i| ((i * 37) % 11) as f64 / 7.0));
-        values.extend([0.0; 30]);
-        let trimmed = trim(&values);
-        assert_eq!(trimmed.len(), 59, "the first of the 60 is 0 too");
-        assert_eq!(p.score_exact(&values), p.score_exact(&trimmed));
-        assert_eq!(
-            p.score_exact(&values),
-            p.score_exact(&block_repeat(&trimmed, 3))
-        );
     }
 
     #[test]

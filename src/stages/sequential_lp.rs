@@ -1,5 +1,6 @@
-//! Trust-region sequential LP over the most active lags (DOMAIN.md, "LP steps"), for the first
-//! autocorrelation inequality and the Erdős minimum overlap problem.
+//! Trust-region sequential LP over the most active lags (DOMAIN.md, "LP steps"), for a problem
+//! with a [`LagModel`] (the problem gives it): the first autocorrelation inequality and the Erdős
+//! minimum overlap problem.
 //!
 //! Both scores are, at a fixed sum of the values, the maximum over lags of a quadratic function
 //! of the values: `(f∗f)_k` for the first problem (score `2n·max(f∗f)/(Σf)²`), and
@@ -23,10 +24,11 @@
 //! (the others stay fixed), and the window slides by half its width every step (block
 //! coordinate descent); dense LPs stop scaling near a few thousand samples.
 
-use super::StageOutcome;
+use super::{at_least_one, positive, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::Budget;
-use crate::program::LpParams;
+use crate::problems::{LagModel, Problem};
 use microlp::{ComparisonOp, OptimizationDirection, Problem as Lp, Variable};
+use serde::{Deserialize, Serialize};
 
 /// The largest number of cells one LP moves; longer constructions use a sliding window.
 pub const MAX_LP_VARS: usize = 2_500;
@@ -39,134 +41,76 @@ const MAX_EXTRA_LAGS: usize = 200;
 /// the six orders of magnitude the solver is accurate for; the true score decides acceptance).
 const DROP_RELATIVE: f64 = 1e-7;
 
-/// The two problems the stage handles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    First,
-    Erdos,
+/// Sequential LP over the most active lags inside a trust region (for a problem with a
+/// [`LagModel`]: the first and Erdős problems).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialLp {
+    /// How many of the largest lags enter the LP.
+    #[serde(default = "default_active_lags")]
+    pub active_lags: usize,
+    /// Trust-region radius (max-norm of the step).
+    #[serde(default = "default_trust_radius")]
+    pub trust_radius: f64,
+    /// LP solves.
+    #[serde(default = "default_steps")]
+    pub steps: usize,
 }
 
-impl Kind {
-    fn of(slug: &str) -> Option<Kind> {
-        match slug {
-            "first-autocorrelation-inequality" => Some(Kind::First),
-            "erdos-min-overlap" => Some(Kind::Erdos),
-            _ => None,
-        }
-    }
-
-    /// The lag values whose maximum the score is (up to a positive factor fixed by the sum).
-    fn lags(self, x: &[f64]) -> Vec<f64> {
-        match self {
-            Kind::First => crate::fast::autoconvolve(x).values,
-            Kind::Erdos => {
-                let lambda = erdos_lambda(x);
-                let h: Vec<f64> = x.iter().map(|v| v * lambda).collect();
-                let rest: Vec<f64> = h.iter().map(|v| 1.0 - v).collect();
-                crate::fast::correlate_full(&h, &rest).values
-            }
-        }
-    }
-
-    /// `∂lag_k/∂x_j` for `j` in `window`, lag index `k` as in [`Kind::lags`].
-    fn gradient_entry(self, x: &[f64], lambda: f64, k: usize, j: usize) -> f64 {
-        let n = x.len();
-        match self {
-            // (f∗f)_k = Σ_i f_i f_(k−i): derivative 2·f_(k−j).
-            Kind::First => {
-                if k >= j && k - j < n {
-                    2.0 * x[k - j]
-                } else {
-                    0.0
-                }
-            }
-            // C_L = Σ_i λh_(i+L)(1 − λh_i), L = k − (n − 1):
-            // ∂C_L/∂h_j = λ·[0 ≤ j−L < n] − λ²·(h_(j−L) + h_(j+L)), out-of-range h = 0.
-            Kind::Erdos => {
-                let lag = k as isize - (n as isize - 1);
-                let j = j as isize;
-                let at = |i: isize| {
-                    if (0..n as isize).contains(&i) {
-                        Some(x[i as usize])
-                    } else {
-                        None
-                    }
-                };
-                let mut g = 0.0;
-                if let Some(h) = at(j - lag) {
-                    g += lambda - lambda * lambda * h;
-                }
-                if let Some(h) = at(j + lag) {
-                    g -= lambda * lambda * h;
-                }
-                g
-            }
-        }
-    }
-
-    /// Bounds of `δ_j` at radius `r` (the verifier's box, intersected with the trust region).
-    fn bounds(self, x: &[f64], upper: f64, r: f64, j: usize) -> (f64, f64) {
-        match self {
-            Kind::First => ((-r).max(-x[j]), r),
-            Kind::Erdos => ((-r).max(-x[j]), r.min((upper - x[j]).max(0.0))),
-        }
-    }
-
-    /// The upper limit of a value (Erdős: `min(1, 2Σh/n)` with a 1e-12 relative margin against
-    /// rounding of the new sum); unused for the first problem.
-    fn upper(self, x: &[f64]) -> f64 {
-        match self {
-            Kind::First => f64::INFINITY,
-            Kind::Erdos => erdos_upper(x),
-        }
-    }
-
-    /// `x + δ` brought back into the box exactly (rounding of the LP and of the new sum).
-    fn finish(self, x: &[f64], delta: &[(usize, f64)]) -> Vec<f64> {
-        let mut y = x.to_vec();
-        for &(j, d) in delta {
-            y[j] += d;
-        }
-        match self {
-            Kind::First => {
-                for v in &mut y {
-                    *v = v.max(0.0);
-                }
-            }
-            Kind::Erdos => {
-                for v in &mut y {
-                    *v = v.clamp(0.0, 1.0);
-                }
-                // Lowering values lowers the sum and so the cap; a few passes settle it.
-                for _ in 0..4 {
-                    let cap = erdos_upper(&y);
-                    let mut changed = false;
-                    for v in &mut y {
-                        if *v > cap {
-                            *v = cap;
-                            changed = true;
-                        }
-                    }
-                    if !changed {
-                        break;
-                    }
-                }
-            }
-        }
-        y
-    }
+fn default_active_lags() -> usize {
+    100
+}
+fn default_trust_radius() -> f64 {
+    1e-3
+}
+fn default_steps() -> usize {
+    20
 }
 
-/// The arena's Erdős rescale factor `n/(2Σh)`.
-fn erdos_lambda(x: &[f64]) -> f64 {
-    let sum = crate::fast::compensated_sum(x.iter().copied());
-    (x.len() as f64 / 2.0) / sum
-}
+/// The tunable parameters of sequential LP.
+const TUNABLE: &[Tunable] = &[
+    Tunable::new("active_lags", TuneRange::Count),
+    Tunable::new("trust_radius", TuneRange::Positive),
+    Tunable::new("steps", TuneRange::Count),
+];
 
-/// `min(1, 2Σh/n)·(1 − 1e-12)`: the largest value the Erdős rules allow, with a margin.
-fn erdos_upper(x: &[f64]) -> f64 {
-    let sum = crate::fast::compensated_sum(x.iter().copied());
-    (2.0 * sum / x.len() as f64).min(1.0) * (1.0 - 1e-12)
+impl Stage for SequentialLp {
+    fn kind(&self) -> &'static str {
+        "sequential_lp"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        true
+    }
+
+    fn check(&self, path: &str) -> Result<(), String> {
+        at_least_one(path, "active_lags", self.active_lags)?;
+        positive(path, "trust_radius", self.trust_radius)?;
+        at_least_one(path, "steps", self.steps)
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        TUNABLE
+    }
+
+    /// Trust-region sequential LP from `start` over the problem's lag model (see the module
+    /// documentation); a problem without one, an invalid start, or an all-zero start returns
+    /// `start` unchanged.
+    ///
+    /// At most `steps` LPs are solved. The budget is charged once before every LP solve and once
+    /// before every trial point's true score (the score and the lag values at a point count as
+    /// one evaluation); the stage stops when it refuses. The result is the best valid point by
+    /// true float64 score, never worse than the start. The method is deterministic: the seed is
+    /// unused.
+    fn run(
+        &self,
+        problem: &dyn Problem,
+        start: &[f64],
+        budget: &Budget,
+        _seed: u64,
+    ) -> StageOutcome {
+        run(problem, start, self, budget)
+    }
 }
 
 /// The indices of the `count` largest entries of `values`.
@@ -187,7 +131,7 @@ fn largest(values: &[f64], count: usize) -> Vec<usize> {
 /// `None` if the LP failed or was interrupted.
 #[allow(clippy::too_many_arguments)]
 fn lp_step(
-    kind: Kind,
+    model: &dyn LagModel,
     x: &[f64],
     lags: &[f64],
     active: &[usize],
@@ -196,11 +140,8 @@ fn lp_step(
     scale: f64,
     budget: &Budget,
 ) -> Option<Vec<(usize, f64)>> {
-    let lambda = match kind {
-        Kind::First => 1.0,
-        Kind::Erdos => erdos_lambda(x),
-    };
-    let upper = kind.upper(x);
+    let lambda = model.factor(x);
+    let upper = model.upper(x);
     let peak = active
         .iter()
         .map(|&k| lags[k])
@@ -214,7 +155,7 @@ fn lp_step(
     let vars: Vec<(usize, Variable)> = window
         .clone()
         .map(|j| {
-            let (lo, hi) = kind.bounds(x, upper, r, j);
+            let (lo, hi) = model.bounds(x, upper, r, j);
             (j, lp.add_var(0.0, (lo / r, hi.max(lo) / r)))
         })
         .collect();
@@ -225,7 +166,7 @@ fn lp_step(
         row.clear();
         let coefficients: Vec<f64> = vars
             .iter()
-            .map(|&(j, _)| kind.gradient_entry(x, lambda, k, j) / scale)
+            .map(|&(j, _)| model.gradient_entry(x, lambda, k, j) / scale)
             .collect();
         let top = coefficients.iter().fold(0.0f64, |m, c| m.max(c.abs()));
         for (&(_, v), &c) in vars.iter().zip(&coefficients) {
@@ -249,23 +190,16 @@ fn lp_step(
     )
 }
 
-/// Trust-region sequential LP from `start` for the first autocorrelation inequality and the
-/// Erdős minimum overlap problem (see the module documentation); any other slug, an invalid
-/// start, or an all-zero start returns `start` unchanged.
-///
-/// At most `params.steps` LPs are solved. The budget is charged once before every LP solve and
-/// once before every trial point's true score (the score and the lag values at a point count as
-/// one evaluation); the stage stops when it refuses. The result is the best valid point by true
-/// float64 score, never worse than the start.
-pub fn run(slug: &str, start: &[f64], params: &LpParams, budget: &Budget) -> StageOutcome {
-    let unchanged = || StageOutcome {
-        values: start.to_vec(),
-        beta: None,
-    };
-    let Some(kind) = Kind::of(slug) else {
+fn run(
+    problem: &dyn Problem,
+    start: &[f64],
+    params: &SequentialLp,
+    budget: &Budget,
+) -> StageOutcome {
+    let unchanged = || StageOutcome::plain(start.to_vec());
+    let Some(model) = problem.lag_model() else {
         return unchanged();
     };
-    let problem = crate::problems::by_slug(slug).expect("known slug");
     if start.is_empty() || problem.check(start).is_err() || params.active_lags == 0 {
         return unchanged();
     }
@@ -275,7 +209,7 @@ pub fn run(slug: &str, start: &[f64], params: &LpParams, budget: &Budget) -> Sta
     }
     let mut x = start.to_vec();
     let mut best = problem.score_fast(&x).value;
-    let mut lags = kind.lags(&x);
+    let mut lags = model.lags(&x);
     let max_of = |v: &[f64]| v.iter().fold(0.0f64, |m, &a| m.max(a));
     let mut r = params.trust_radius * max_of(&x);
     let mut extras: Vec<usize> = Vec::new();
@@ -299,14 +233,11 @@ pub fn run(slug: &str, start: &[f64], params: &LpParams, budget: &Budget) -> Sta
             }
         }
         // Row scale: the lag gradient's natural size (2·max f, or λ for Erdős).
-        let scale = match kind {
-            Kind::First => 2.0 * top,
-            Kind::Erdos => erdos_lambda(&x),
-        };
+        let scale = model.row_scale(&x);
         if budget.try_spend().is_err() {
             break;
         }
-        let Some(delta) = lp_step(kind, &x, &lags, &active, window, r, scale, budget) else {
+        let Some(delta) = lp_step(model, &x, &lags, &active, window, r, scale, budget) else {
             r *= 0.5;
             continue;
         };
@@ -316,7 +247,7 @@ pub fn run(slug: &str, start: &[f64], params: &LpParams, budget: &Budget) -> Sta
             r *= 0.5;
             continue;
         }
-        let candidate = kind.finish(&x, &delta);
+        let candidate = model.finish(&x, &delta);
         if budget.try_spend().is_err() {
             break;
         }
@@ -329,14 +260,14 @@ pub fn run(slug: &str, start: &[f64], params: &LpParams, budget: &Budget) -> Sta
         if valid && score < best {
             best = score;
             x = candidate;
-            lags = kind.lags(&x);
+            lags = model.lags(&x);
             r = (2.0 * r).min(0.5 * max_of(&x));
         } else {
             if valid {
                 // Every inactive lag the step pushed above the current peak joins the active
                 // set (largest first), up to MAX_EXTRA_LAGS in all.
                 let peak = lags.iter().fold(f64::NEG_INFINITY, |m, &a| m.max(a));
-                let trial = kind.lags(&candidate);
+                let trial = model.lags(&candidate);
                 let mut risen: Vec<usize> = (0..trial.len())
                     .filter(|&k| trial[k] > peak && !active.contains(&k))
                     .collect();
@@ -347,10 +278,7 @@ pub fn run(slug: &str, start: &[f64], params: &LpParams, budget: &Budget) -> Sta
             r *= 0.5;
         }
     }
-    StageOutcome {
-        values: x,
-        beta: None,
-    }
+    StageOutcome::plain(x)
 }
 
 #[cfg(test)]
@@ -367,8 +295,12 @@ mod tests {
         p.score_fast(v).value
     }
 
-    fn params(steps: usize) -> LpParams {
-        LpParams {
+    fn run(slug: &str, start: &[f64], params: &SequentialLp, budget: &Budget) -> StageOutcome {
+        params.run(by_slug(slug).unwrap().as_ref(), start, budget, 0)
+    }
+
+    fn params(steps: usize) -> SequentialLp {
+        SequentialLp {
             active_lags: 60,
             trust_radius: 0.05,
             steps,
@@ -383,18 +315,17 @@ mod tests {
 
     #[test]
     fn gradient_entries_match_finite_differences() {
-        for (kind, x) in [
-            (Kind::First, ripple(23)),
+        for (slug, x) in [
+            (FIRST, ripple(23)),
             (
-                Kind::Erdos,
+                ERDOS,
                 (0..23).map(|i| 0.2 + 0.02 * i as f64).collect::<Vec<_>>(),
             ),
         ] {
-            let lambda = match kind {
-                Kind::First => 1.0,
-                Kind::Erdos => erdos_lambda(&x),
-            };
-            let base = kind.lags(&x);
+            let problem = by_slug(slug).unwrap();
+            let model = problem.lag_model().unwrap();
+            let lambda = model.factor(&x);
+            let base = model.lags(&x);
             for k in [0, 5, 22, 30, 44] {
                 for j in [0, 3, 11, 22] {
                     let h = 1e-6;
@@ -402,9 +333,9 @@ mod tests {
                     // compare against the lag values at fixed λ computed directly.
                     let mut y = x.clone();
                     y[j] += h;
-                    let fd = match kind {
-                        Kind::First => (kind.lags(&y)[k] - base[k]) / h,
-                        Kind::Erdos => {
+                    let fd = match slug {
+                        FIRST => (model.lags(&y)[k] - base[k]) / h,
+                        _ => {
                             let lag_at = |v: &[f64]| {
                                 let hh: Vec<f64> = v.iter().map(|a| a * lambda).collect();
                                 let rest: Vec<f64> = hh.iter().map(|a| 1.0 - a).collect();
@@ -413,8 +344,8 @@ mod tests {
                             (lag_at(&y) - lag_at(&x)) / h
                         }
                     };
-                    let g = kind.gradient_entry(&x, lambda, k, j);
-                    assert!((fd - g).abs() < 1e-5, "{kind:?} k={k} j={j}: {fd} vs {g}");
+                    let g = model.gradient_entry(&x, lambda, k, j);
+                    assert!((fd - g).abs() < 1e-5, "{slug} k={k} j={j}: {fd} vs {g}");
                 }
             }
         }

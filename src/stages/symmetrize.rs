@@ -3,6 +3,44 @@
 //! The scores are invariant under reversing f, so the symmetric average is a cheap jump to
 //! another basin; a program follows it with a polish and keeps it only if it helps.
 
+use super::{Stage, StageOutcome, Tunable};
+use crate::optimize::Budget;
+use crate::problems::Problem;
+use serde::{Deserialize, Serialize};
+
+/// Mirror the values and average (f ← (f + reverse f)/2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Symmetrize {}
+
+impl Stage for Symmetrize {
+    fn kind(&self) -> &'static str {
+        "symmetrize"
+    }
+
+    fn spends_evaluations(&self) -> bool {
+        false
+    }
+
+    fn check(&self, _path: &str) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn tunable(&self) -> &'static [Tunable] {
+        &[]
+    }
+
+    fn run(
+        &self,
+        _problem: &dyn Problem,
+        start: &[f64],
+        _budget: &Budget,
+        _seed: u64,
+    ) -> StageOutcome {
+        StageOutcome::plain(symmetrize(start))
+    }
+}
+
 /// The average of the values and their mirror image.
 pub fn symmetrize(values: &[f64]) -> Vec<f64> {
     values

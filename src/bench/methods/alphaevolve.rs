@@ -11,9 +11,9 @@ use super::{Method, RunContext};
 use crate::agent::{OptimizerWriter, VerbatimWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
-use crate::harness::edits::{self, EditContext};
 use crate::harness::seed_harnesses;
 use crate::harness::EditKind;
+use crate::program::edits::{self, EditContext};
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::suite::{sha256_hex, Task};
@@ -164,9 +164,8 @@ impl Method for ProgramEvolution {
                     .map(|&m| parse(&log.steps[m]))
                     .collect::<Result<Vec<_>>>()?;
                 let context = EditContext {
-                    slug: problem.slug(),
+                    problem,
                     n,
-                    max_len: problem.spec().max_len,
                     library: &library,
                     tune_range: self.tune_range,
                 };

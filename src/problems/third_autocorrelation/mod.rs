@@ -1,7 +1,11 @@
 //! Third autocorrelation inequality: minimise `|max(f∗f)|/(∫f)²` over signed `f`.
 
+pub mod objective;
+
 use super::{check_finite, peak_ratio, FastScore, Problem, ProblemSpec};
 use crate::error::{format_value, Violation};
+use crate::objective::{Objective, SmoothMax};
+use crate::optimize::Parameterisation;
 use num_rational::BigRational;
 
 /// The arena's floor on `(Σf·dx)²`, below which a construction is rejected.
@@ -18,7 +22,7 @@ impl ThirdAutocorrelation {
         ThirdAutocorrelation {
             spec: super::embedded_spec(
                 "third-autocorrelation-inequality",
-                include_str!("../../problems/third-autocorrelation-inequality.toml"),
+                include_str!("../../../problems/third-autocorrelation-inequality.toml"),
             ),
         }
     }
@@ -27,6 +31,23 @@ impl ThirdAutocorrelation {
 impl Problem for ThirdAutocorrelation {
     fn spec(&self) -> &ProblemSpec {
         &self.spec
+    }
+
+    fn objective(&self, n: usize, smooth: SmoothMax) -> Box<dyn Objective> {
+        Box::new(objective::ThirdAutocorrelationObjective::new(n, smooth))
+    }
+
+    fn parameterisations(&self) -> &'static [Parameterisation] {
+        &[Parameterisation::Raw]
+    }
+
+    fn default_program(&self) -> &'static str {
+        include_str!("../../../problems/optimizers/third-autocorrelation-inequality.default.toml")
+    }
+
+    #[cfg(feature = "gmp")]
+    fn score_exact_gmp(&self, values: &[f64]) -> Option<BigRational> {
+        crate::exact::gmp::third_autocorrelation_score(values)
     }
 
     /// Any sign is allowed; the squared integral `(Σf·dx)²` is checked in float64 as the arena does.

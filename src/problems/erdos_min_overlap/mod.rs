@@ -5,11 +5,16 @@
 //! correlation is `λ·P_k − λ²·R_k` (`P_k` the sum of the overlapping part of `h`, `R_k` the
 //! autocorrelation), so the score is `max_k (2S·P_k − n·R_k) / (2S²)`.
 
-use super::{check_finite, check_some_positive, FastScore, Problem, ProblemSpec};
+pub mod lag_model;
+pub mod objective;
+
+use super::{check_finite, check_some_positive, FastScore, LagModel, Problem, ProblemSpec};
 use crate::error::Violation;
 use crate::exact::convolution::convolve;
 use crate::exact::dyadic::DyadicArray;
 use crate::fast::{self, gamma, UNIT_ROUNDOFF};
+use crate::objective::{Objective, SmoothMax};
+use crate::optimize::Parameterisation;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 
@@ -24,7 +29,7 @@ impl ErdosMinOverlap {
         ErdosMinOverlap {
             spec: super::embedded_spec(
                 "erdos-min-overlap",
-                include_str!("../../problems/erdos-min-overlap.toml"),
+                include_str!("../../../problems/erdos-min-overlap.toml"),
             ),
         }
     }
@@ -33,6 +38,27 @@ impl ErdosMinOverlap {
 impl Problem for ErdosMinOverlap {
     fn spec(&self) -> &ProblemSpec {
         &self.spec
+    }
+
+    fn objective(&self, n: usize, smooth: SmoothMax) -> Box<dyn Objective> {
+        Box::new(objective::ErdosMinOverlapObjective::new(n, smooth))
+    }
+
+    fn parameterisations(&self) -> &'static [Parameterisation] {
+        &[Parameterisation::Sigmoid]
+    }
+
+    fn default_program(&self) -> &'static str {
+        include_str!("../../../problems/optimizers/erdos-min-overlap.default.toml")
+    }
+
+    fn lag_model(&self) -> Option<&dyn LagModel> {
+        Some(&lag_model::Overlap)
+    }
+
+    #[cfg(feature = "gmp")]
+    fn score_exact_gmp(&self, values: &[f64]) -> Option<BigRational> {
+        crate::exact::gmp::erdos_min_overlap_score(values)
     }
 
     /// Values in `[0, 1]`, a non-zero sum, and values still in `[0, 1]` after the rescale to sum

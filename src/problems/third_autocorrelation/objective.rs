@@ -6,8 +6,8 @@
 //! [`SmoothMax::PNorm`] the surrogate smooths `max_k |r_k|` instead, which equals the score
 //! unless the most negative lag outweighs the peak. Gradient as for the first problem.
 
-use super::first_autocorrelation::PeakRatio;
-use super::{Objective, SmoothMax};
+use crate::objective::peak_ratio::PeakRatio;
+use crate::objective::{Objective, SmoothMax};
 
 /// The third problem's surrogate `SM(2n·(f∗f)/S²)` (`third-autocorrelation-inequality`).
 pub struct ThirdAutocorrelationObjective {
@@ -35,7 +35,7 @@ impl Objective for ThirdAutocorrelationObjective {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::*;
+    use crate::objective::testing::*;
 
     const SLUG: &str = "third-autocorrelation-inequality";
 

@@ -5,10 +5,17 @@
 //! Every edit returns a program that passes [`Program::check`], or `None` when it does not apply
 //! (nothing to delete, no parameter to tune, no library program to cross with).
 
-use crate::program::{
-    AdamParams, DinkelbachParams, LbfgsParams, LpParams, ParameterisationName, PerturbParams,
-    Program, PruneRegrowParams, ResampleMethod, ResampleParams, SmoothMaxName, Step,
-};
+use super::{Action, KeepBest, Program, Restarts, Step, UntilStall};
+use crate::objective::SmoothMaxName;
+use crate::problems::Problem;
+use crate::stages::adam::Adam;
+use crate::stages::dinkelbach::{self, Dinkelbach};
+use crate::stages::lbfgs::Lbfgs;
+use crate::stages::perturb::Perturb;
+use crate::stages::prune_regrow::PruneRegrow;
+use crate::stages::resample::{Resample, ResampleMethod};
+use crate::stages::sequential_lp::SequentialLp;
+use crate::stages::TuneRange;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -17,7 +24,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EditKind {
-    /// Scale one numeric parameter by a log-uniform factor.
+    /// Scale one tunable numeric parameter (the stages say which, [`crate::stages::Stage::tunable`])
+    /// by a log-uniform factor.
     Tune,
     /// Insert an optimizer stage suited to the problem.
     Insert,
@@ -55,12 +63,11 @@ impl EditKind {
 /// What an edit may know about the task: the problem, the construction's size, and programs
 /// that improved tasks earlier in this lineage (for crossover).
 pub struct EditContext<'a> {
-    /// The problem's slug.
-    pub slug: &'a str,
+    /// The problem (its parameterisations, which problem-specific stages apply, its length
+    /// limit).
+    pub problem: &'a dyn Problem,
     /// Number of values of the construction the program will run on.
     pub n: usize,
-    /// The problem's maximum number of values.
-    pub max_len: usize,
     /// Programs that produced gains earlier in the lineage.
     pub library: &'a [Program],
     /// Largest factor a tuning edit may scale a parameter by (> 1).
@@ -82,10 +89,10 @@ pub fn apply(
         EditKind::Insert => insert(program, ctx, rng),
         EditKind::Delete => delete(program, rng),
         EditKind::Reorder => reorder(program, rng),
-        EditKind::Parameterisation => swap_parameterisation(program, ctx.slug, rng),
+        EditKind::Parameterisation => swap_parameterisation(program, ctx.problem, rng),
         EditKind::Resolution => resolution(program, ctx),
         EditKind::Restarts => restarts(program, rng),
-        EditKind::Perturbation => perturbation(program, ctx.slug),
+        EditKind::Perturbation => perturbation(program, ctx.problem),
         EditKind::Crossover => crossover(program, ctx.library, rng),
     }?;
     let (mut edited, description) = edited;
@@ -97,19 +104,13 @@ pub fn apply(
     }
 }
 
-/// The parameterisations that keep a problem's constraints by construction.
-pub fn parameterisations_for(slug: &str) -> &'static [ParameterisationName] {
-    match slug {
-        "erdos-min-overlap" => &[ParameterisationName::Sigmoid],
-        "third-autocorrelation-inequality" => &[ParameterisationName::Raw],
-        _ => &[ParameterisationName::Square, ParameterisationName::Exp],
-    }
-}
-
 /// Index of the trailing `finalize` step, if the program ends with one.
 fn body_end(program: &Program) -> usize {
     match program.steps.last() {
-        Some(Step::Finalize { .. }) => program.steps.len() - 1,
+        Some(Step {
+            action: Action::Finalize(_),
+            ..
+        }) => program.steps.len() - 1,
         _ => program.steps.len(),
     }
 }
@@ -118,12 +119,41 @@ fn tune(program: &Program, range: f64, rng: &mut impl Rng) -> Option<(Program, S
     let mut tree = toml::Value::try_from(program).ok()?;
     let mut leaves = Vec::new();
     collect_numbers(&tree, String::new(), &mut leaves);
-    let path = leaves.choose(rng)?.clone();
+    let tunable: Vec<(String, TuneRange)> = leaves
+        .into_iter()
+        .filter_map(|path| {
+            let how = tune_range(program, &path)?;
+            Some((path, how))
+        })
+        .collect();
+    let (path, how) = tunable.choose(rng)?.clone();
     let factor = range.ln() * rng.gen_range(-1.0..=1.0);
     let factor = factor.exp();
-    let (before, after) = scale_number(&mut tree, &path, factor)?;
+    let (before, after) = scale_number(&mut tree, &path, how, factor)?;
     let edited: Program = tree.try_into().ok()?;
     Some((edited, format!("tune {path}: {before} -> {after}")))
+}
+
+/// How the step at a parameter's path (`steps[0].body[1].inner.betas`) lets a tuning edit move
+/// that parameter, or `None` if it is not tunable.
+fn tune_range(program: &Program, path: &str) -> Option<TuneRange> {
+    let mut steps: &[Step] = &program.steps;
+    let mut rest = path;
+    loop {
+        let (head, tail) = rest.split_once('.')?;
+        let (key, index) = head.split_once('[')?;
+        if key != "steps" && key != "body" {
+            return None;
+        }
+        let step = steps.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        match step.action.body() {
+            Some(body) if tail.starts_with("body[") => {
+                steps = body;
+                rest = tail;
+            }
+            _ => return step.tune_range(tail),
+        }
+    }
 }
 
 /// Paths (`steps[2].betas`, `steps[0].body[1].iterations`) of the numeric parameters.
@@ -158,22 +188,26 @@ fn collect_numbers(value: &toml::Value, path: String, out: &mut Vec<String>) {
     }
 }
 
-/// Scales the number (or every number of the float array) at `path`; returns before and after.
-fn scale_number(tree: &mut toml::Value, path: &str, factor: f64) -> Option<(String, String)> {
+/// Scales the number (or every number of the float array) at `path` within its range; returns
+/// before and after.
+fn scale_number(
+    tree: &mut toml::Value,
+    path: &str,
+    range: TuneRange,
+    factor: f64,
+) -> Option<(String, String)> {
     let mut node = tree;
-    let mut key_name = "";
     for part in path.split('.') {
         let (key, indices) = match part.find('[') {
             Some(at) => (&part[..at], &part[at..]),
             None => (part, ""),
         };
-        key_name = key;
         node = node.get_mut(key)?;
         for index in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
             node = node.get_mut(index.parse::<usize>().ok()?)?;
         }
     }
-    let unit_interval = matches!(key_name, "share" | "fraction");
+    let unit_interval = range == TuneRange::Fraction;
     let scale = |x: f64| {
         let y = x * factor;
         if unit_interval {
@@ -201,10 +235,12 @@ fn scale_number(tree: &mut toml::Value, path: &str, factor: f64) -> Option<(Stri
     Some((before, node.to_string()))
 }
 
-/// An optimizer stage suited to the problem, from a small menu, with moderate parameters.
-fn template_stage(slug: &str, rng: &mut impl Rng) -> Step {
-    let parameterisation = *parameterisations_for(slug).choose(rng).expect("non-empty");
-    let lbfgs = LbfgsParams {
+/// An optimizer stage suited to the problem, from a small menu, with moderate parameters: L-BFGS,
+/// Adam and prune–regrow in one of the problem's parameterisations, plus sequential LP where the
+/// problem has a lag model and Dinkelbach's method where its score is a ratio.
+fn template_stage(problem: &dyn Problem, rng: &mut impl Rng) -> Step {
+    let parameterisation = *problem.parameterisations().choose(rng).expect("non-empty");
+    let lbfgs = Lbfgs {
         parameterisation,
         smooth_max: SmoothMaxName::LogSumExp,
         betas: vec![1e4, 1e5, 1e6, 1e7, 1e8],
@@ -212,55 +248,41 @@ fn template_stage(slug: &str, rng: &mut impl Rng) -> Step {
         iterations: 300,
     };
     let mut menu = vec![
-        Step::Lbfgs {
-            params: lbfgs.clone(),
-            share: None,
-        },
-        Step::Adam {
-            params: AdamParams {
-                parameterisation,
-                beta: 1e3,
-                learning_rate: 1e-3,
-                gradient_noise: 1e-3,
-                iterations: 500,
-                patience: 100,
-            },
-            share: None,
-        },
-        Step::PruneRegrow {
-            params: PruneRegrowParams {
-                fraction: 0.01,
-                levels: 2,
-            },
-            share: None,
-        },
+        Action::Lbfgs(lbfgs.clone()),
+        Action::Adam(Adam {
+            parameterisation,
+            beta: 1e3,
+            learning_rate: 1e-3,
+            gradient_noise: 1e-3,
+            iterations: 500,
+            patience: 100,
+        }),
+        Action::PruneRegrow(PruneRegrow {
+            fraction: 0.01,
+            levels: 2,
+        }),
     ];
-    match slug {
-        "first-autocorrelation-inequality" | "erdos-min-overlap" => menu.push(Step::SequentialLp {
-            params: LpParams {
-                active_lags: 100,
-                trust_radius: 1e-3,
-                steps: 50,
-            },
-            share: None,
-        }),
-        "second-autocorrelation-inequality" => menu.push(Step::Dinkelbach {
-            params: DinkelbachParams {
-                rounds: 3,
-                inner: lbfgs,
-            },
-            share: None,
-        }),
-        _ => {}
+    if problem.lag_model().is_some() {
+        menu.push(Action::SequentialLp(SequentialLp {
+            active_lags: 100,
+            trust_radius: 1e-3,
+            steps: 50,
+        }));
     }
-    menu.swap_remove(rng.gen_range(0..menu.len()))
+    if dinkelbach::applies_to(problem) {
+        menu.push(Action::Dinkelbach(Dinkelbach {
+            rounds: 3,
+            inner: lbfgs,
+        }));
+    }
+    Step::from(menu.swap_remove(rng.gen_range(0..menu.len())))
 }
 
 fn insert(program: &Program, ctx: &EditContext, rng: &mut impl Rng) -> Option<(Program, String)> {
     let mut edited = program.clone();
     let at = rng.gen_range(0..=body_end(program));
-    let step = template_stage(ctx.slug, rng);
-    let description = format!("insert {} at steps[{at}]", crate::runner::step_kind(&step));
+    let step = template_stage(ctx.problem, rng);
+    let description = format!("insert {} at steps[{at}]", step.kind());
     edited.steps.insert(at, step);
     Some((edited, description))
 }
@@ -277,13 +299,7 @@ fn delete(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
     let &at = candidates.choose(rng)?;
     let mut edited = program.clone();
     let removed = edited.steps.remove(at);
-    Some((
-        edited,
-        format!(
-            "delete {} at steps[{at}]",
-            crate::runner::step_kind(&removed)
-        ),
-    ))
+    Some((edited, format!("delete {} at steps[{at}]", removed.kind())))
 }
 
 fn reorder(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
@@ -299,23 +315,23 @@ fn reorder(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
 
 /// Visits every L-BFGS parameter block in the steps (nested ones and Dinkelbach's inner run
 /// included), in order.
-fn visit_lbfgs_blocks(steps: &mut [Step], visit: &mut dyn FnMut(&mut LbfgsParams)) {
+fn visit_lbfgs_blocks(steps: &mut [Step], visit: &mut dyn FnMut(&mut Lbfgs)) {
     for step in steps {
-        match step {
-            Step::Lbfgs { params, .. } => visit(params),
-            Step::Dinkelbach { params, .. } => visit(&mut params.inner),
-            Step::Repeat { body, .. }
-            | Step::UntilStall { body, .. }
-            | Step::Restarts { body, .. }
-            | Step::KeepBest { body, .. } => visit_lbfgs_blocks(body, visit),
-            _ => {}
+        match &mut step.action {
+            Action::Lbfgs(params) => visit(params),
+            Action::Dinkelbach(params) => visit(&mut params.inner),
+            action => {
+                if let Some(body) = action.body_mut() {
+                    visit_lbfgs_blocks(body, visit)
+                }
+            }
         }
     }
 }
 
 fn swap_parameterisation(
     program: &Program,
-    slug: &str,
+    problem: &dyn Problem,
     rng: &mut impl Rng,
 ) -> Option<(Program, String)> {
     let mut edited = program.clone();
@@ -330,7 +346,8 @@ fn swap_parameterisation(
     let mut description = String::new();
     visit_lbfgs_blocks(&mut edited.steps, &mut |params| {
         if index == target {
-            let choices: Vec<_> = parameterisations_for(slug)
+            let choices: Vec<_> = problem
+                .parameterisations()
                 .iter()
                 .copied()
                 .filter(|&p| p != params.parameterisation)
@@ -361,7 +378,7 @@ fn resolution(program: &Program, ctx: &EditContext) -> Option<(Program, String)>
     if let Some(at) = edited
         .steps
         .iter()
-        .position(|s| matches!(s, Step::Resample { .. }))
+        .position(|s| matches!(s.action, Action::Resample(_)))
     {
         edited.steps.remove(at);
         return Some((
@@ -369,28 +386,27 @@ fn resolution(program: &Program, ctx: &EditContext) -> Option<(Program, String)>
             format!("remove the resolution change at steps[{at}]"),
         ));
     }
-    if 2 * ctx.n > ctx.max_len.min(RESOLUTION_CAP) {
+    if 2 * ctx.n > ctx.problem.spec().max_len.min(RESOLUTION_CAP) {
         return None;
     }
     edited.steps.insert(
         0,
-        Step::Resample {
-            params: ResampleParams {
-                method: ResampleMethod::BlockRepeat,
-                factor: 2,
-                noise: 1e-9,
-            },
-        },
+        Step::from(Action::Resample(Resample {
+            method: ResampleMethod::BlockRepeat,
+            factor: 2,
+            noise: 1e-9,
+        })),
     );
     Some((edited, "double the resolution first (block repeat)".into()))
 }
 
 fn restarts(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> {
     let mut edited = program.clone();
-    if let Some(Step::Restarts { count, .. }) = edited
+    if let Some(Action::Restarts(Restarts { count, .. })) = edited
         .steps
         .iter_mut()
-        .find(|s| matches!(s, Step::Restarts { .. }))
+        .map(|s| &mut s.action)
+        .find(|a| matches!(a, Action::Restarts(_)))
     {
         *count += 1;
         let description = format!("restarts: {} -> {count}", *count - 1);
@@ -401,11 +417,10 @@ fn restarts(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> 
     let body: Vec<Step> = edited.steps.drain(..end).collect();
     edited.steps.insert(
         0,
-        Step::Restarts {
+        Step::from(Action::Restarts(Restarts {
             count,
             body: strip_shares(body),
-            share: None,
-        },
+        })),
     );
     Some((edited, format!("wrap the stages in {count} restarts")))
 }
@@ -414,58 +429,39 @@ fn restarts(program: &Program, rng: &mut impl Rng) -> Option<(Program, String)> 
 fn strip_shares(steps: Vec<Step>) -> Vec<Step> {
     steps
         .into_iter()
-        .map(|mut step| {
-            match &mut step {
-                Step::Lbfgs { share, .. }
-                | Step::Adam { share, .. }
-                | Step::Dinkelbach { share, .. }
-                | Step::SequentialLp { share, .. }
-                | Step::PruneRegrow { share, .. }
-                | Step::Repeat { share, .. }
-                | Step::UntilStall { share, .. }
-                | Step::Restarts { share, .. }
-                | Step::KeepBest { share, .. } => *share = None,
-                _ => {}
-            }
-            step
+        .map(|step| Step {
+            share: None,
+            ..step
         })
         .collect()
 }
 
-fn perturbation(program: &Program, slug: &str) -> Option<(Program, String)> {
+fn perturbation(program: &Program, problem: &dyn Problem) -> Option<(Program, String)> {
     if program
         .steps
         .iter()
-        .any(|s| matches!(s, Step::UntilStall { .. }))
+        .any(|s| matches!(s.action, Action::UntilStall(_)))
     {
         return None;
     }
-    let parameterisation = parameterisations_for(slug)[0];
-    let hop = Step::UntilStall {
+    let hop = Step::from(Action::UntilStall(UntilStall {
         patience: 3,
-        body: vec![Step::KeepBest {
+        body: vec![Step::from(Action::KeepBest(KeepBest {
             body: vec![
-                Step::Perturb {
-                    params: PerturbParams {
-                        fraction: 0.02,
-                        scale: 0.01,
-                    },
-                },
-                Step::Lbfgs {
-                    params: LbfgsParams {
-                        parameterisation,
-                        smooth_max: SmoothMaxName::LogSumExp,
-                        betas: vec![1e6, 1e7, 1e8],
-                        history: 50,
-                        iterations: 200,
-                    },
-                    share: None,
-                },
+                Step::from(Action::Perturb(Perturb {
+                    fraction: 0.02,
+                    scale: 0.01,
+                })),
+                Step::from(Action::Lbfgs(Lbfgs {
+                    parameterisation: problem.default_parameterisation(),
+                    smooth_max: SmoothMaxName::LogSumExp,
+                    betas: vec![1e6, 1e7, 1e8],
+                    history: 50,
+                    iterations: 200,
+                })),
             ],
-            share: None,
-        }],
-        share: None,
-    };
+        }))],
+    }));
     let mut edited = program.clone();
     let at = body_end(program);
     edited.steps.insert(at, hop);
@@ -486,7 +482,13 @@ fn crossover(
     let tail_from = body_end(other) / 2;
     let mut steps: Vec<Step> = program.steps[..head].to_vec();
     steps.extend(other.steps[tail_from..].iter().cloned());
-    if !matches!(steps.last(), Some(Step::Finalize { .. })) {
+    if !matches!(
+        steps.last(),
+        Some(Step {
+            action: Action::Finalize(_),
+            ..
+        })
+    ) {
         if let Some(finalize) = program.steps.get(body_end(program)) {
             steps.push(finalize.clone());
         }
@@ -510,6 +512,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+    use std::path::Path;
 
     fn program(slug: &str) -> Program {
         let text = match slug {
@@ -537,10 +540,10 @@ mod tests {
             ),
             ("first-autocorrelation-inequality", program("lbfgs-cascade")),
         ] {
+            let problem = crate::problems::by_slug(slug).unwrap();
             let ctx = EditContext {
-                slug,
+                problem: problem.as_ref(),
                 n: 400,
-                max_len: 100_000,
                 library: &library,
                 tune_range: 4.0,
             };
@@ -567,10 +570,10 @@ mod tests {
     #[test]
     fn edits_are_deterministic_given_the_rng_seed() {
         let parent = program("third-autocorrelation-inequality");
+        let problem = crate::problems::by_slug("third-autocorrelation-inequality").unwrap();
         let ctx = EditContext {
-            slug: "third-autocorrelation-inequality",
+            problem: problem.as_ref(),
             n: 400,
-            max_len: 100_000,
             library: &[],
             tune_range: 4.0,
         };
@@ -585,12 +588,126 @@ mod tests {
     }
 
     #[test]
+    fn every_numeric_parameter_of_the_shipped_programs_is_declared_tunable() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("problems/optimizers");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let program = Program::load(&path).unwrap();
+            let mut leaves = Vec::new();
+            collect_numbers(
+                &toml::Value::try_from(&program).unwrap(),
+                String::new(),
+                &mut leaves,
+            );
+            for leaf in leaves {
+                assert!(
+                    tune_range(&program, &leaf).is_some(),
+                    "{}: {leaf}",
+                    path.display()
+                );
+                seen += 1;
+            }
+        }
+        let all_kinds = Program::parse(ALL_KINDS, Path::new("all.toml")).unwrap();
+        let mut leaves = Vec::new();
+        collect_numbers(
+            &toml::Value::try_from(&all_kinds).unwrap(),
+            String::new(),
+            &mut leaves,
+        );
+        assert_eq!(leaves.len(), 26, "{leaves:?}");
+        for leaf in leaves {
+            assert!(tune_range(&all_kinds, &leaf).is_some(), "{leaf}");
+        }
+        assert!(seen > 0);
+        let text = all_kinds.to_toml();
+        assert!(text.contains("kind = \"trim\""), "{text}");
+        assert_eq!(
+            Program::parse(&text, Path::new("again.toml")).unwrap(),
+            all_kinds
+        );
+        assert_eq!(
+            tune_range(&all_kinds, "steps[0].share"),
+            Some(TuneRange::Fraction)
+        );
+        assert_eq!(
+            tune_range(&all_kinds, "steps[10].body[0].times"),
+            Some(TuneRange::Count)
+        );
+        assert_eq!(
+            tune_range(&all_kinds, "steps[2].inner.betas"),
+            Some(TuneRange::Positive)
+        );
+    }
+
+    /// Every stage and block kind once, with every numeric parameter (defaults filled in).
+    const ALL_KINDS: &str = r#"
+name = "all"
+
+[[steps]]
+kind = "lbfgs"
+parameterisation = "square"
+share = 0.1
+
+[[steps]]
+kind = "adam"
+parameterisation = "square"
+
+[[steps]]
+kind = "dinkelbach"
+
+[steps.inner]
+parameterisation = "square"
+
+[[steps]]
+kind = "sequential_lp"
+
+[[steps]]
+kind = "resample"
+method = "pool"
+
+[[steps]]
+kind = "perturb"
+
+[[steps]]
+kind = "prune_regrow"
+
+[[steps]]
+kind = "trim"
+
+[[steps]]
+kind = "symmetrize"
+
+[[steps]]
+kind = "finalize"
+
+[[steps]]
+kind = "restarts"
+count = 2
+
+[[steps.body]]
+kind = "repeat"
+times = 2
+
+[[steps.body.body]]
+kind = "until_stall"
+patience = 2
+
+[[steps.body.body.body]]
+kind = "keep_best"
+
+[[steps.body.body.body.body]]
+kind = "trim"
+"#;
+
+    #[test]
     fn resolution_respects_the_length_cap() {
         let parent = program("lbfgs-cascade");
+        let problem = crate::problems::by_slug("first-autocorrelation-inequality").unwrap();
         let ctx = EditContext {
-            slug: "first-autocorrelation-inequality",
+            problem: problem.as_ref(),
             n: 60_000,
-            max_len: 100_000,
             library: &[],
             tune_range: 4.0,
         };

@@ -5,11 +5,15 @@
 //! exact verifier applies that quadrature as real-number arithmetic; `h` cancels and the score is
 //! `(2·Σc_k² + Σc_k·c_(k+1)) / (3·Σ|c_k|·max|c_k|)`.
 
+pub mod objective;
+
 use super::{check_finite, check_some_positive, FastScore, Problem, ProblemSpec};
 use crate::error::Violation;
 use crate::exact::convolution::autoconvolve;
 use crate::exact::dyadic::DyadicArray;
 use crate::fast::{self, gamma, UNIT_ROUNDOFF};
+use crate::objective::{Objective, RatioObjective, SmoothMax};
+use crate::optimize::Parameterisation;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
@@ -28,7 +32,7 @@ impl SecondAutocorrelation {
         SecondAutocorrelation {
             spec: super::embedded_spec(
                 "second-autocorrelation-inequality",
-                include_str!("../../problems/second-autocorrelation-inequality.toml"),
+                include_str!("../../../problems/second-autocorrelation-inequality.toml"),
             ),
         }
     }
@@ -41,6 +45,27 @@ fn clipped(values: &[f64]) -> Vec<f64> {
 impl Problem for SecondAutocorrelation {
     fn spec(&self) -> &ProblemSpec {
         &self.spec
+    }
+
+    fn objective(&self, n: usize, smooth: SmoothMax) -> Box<dyn Objective> {
+        Box::new(objective::SecondAutocorrelationObjective::new(n, smooth))
+    }
+
+    fn parameterisations(&self) -> &'static [Parameterisation] {
+        &[Parameterisation::Square, Parameterisation::Exp]
+    }
+
+    fn default_program(&self) -> &'static str {
+        include_str!("../../../problems/optimizers/second-autocorrelation-inequality.default.toml")
+    }
+
+    fn ratio_terms(&self, n: usize, smooth: SmoothMax) -> Option<Box<dyn RatioObjective>> {
+        Some(Box::new(objective::RatioTerms::new(n, smooth)))
+    }
+
+    #[cfg(feature = "gmp")]
+    fn score_exact_gmp(&self, values: &[f64]) -> Option<BigRational> {
+        crate::exact::gmp::second_autocorrelation_score(values)
     }
 
     fn check(&self, values: &[f64]) -> Result<(), Violation> {

@@ -13,9 +13,9 @@
 //! `A'_k = (h/3)(4c_k + c_(k−1) + c_(k+1))`; then `∂V/∂f = 2·(∂V/∂c ⋆ f)` through the FFT
 //! adjoint.
 
-use super::fft::ConvolutionWorkspace;
-use super::{Objective, SmoothMax};
 use crate::fast::compensated_sum;
+use crate::objective::fft::ConvolutionWorkspace;
+use crate::objective::{Objective, RatioObjective, SmoothMax};
 
 /// The second problem's surrogate `−L2²/(L1·L·SM(c/L1))` (`second-autocorrelation-inequality`).
 pub struct SecondAutocorrelationObjective {
@@ -170,6 +170,16 @@ impl RatioTerms {
     }
 }
 
+impl RatioObjective for RatioTerms {
+    fn evaluate(&mut self, f: &[f64], a: f64, b: f64, grad: &mut [f64]) -> (f64, f64) {
+        RatioTerms::evaluate(self, f, a, b, grad)
+    }
+
+    fn true_parts(&mut self, f: &[f64]) -> (f64, f64) {
+        RatioTerms::true_parts(self, f)
+    }
+}
+
 /// `N = (h/3)(2Σc² + Σc_k c_(k+1))` and `L1 = Σc/(m+1)` of the convolution `c`.
 fn numerator_and_l1(c: &[f64]) -> (f64, f64) {
     let m = c.len();
@@ -192,7 +202,7 @@ fn numerator_and_l1(c: &[f64]) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::*;
+    use crate::objective::testing::*;
 
     const SLUG: &str = "second-autocorrelation-inequality";
 

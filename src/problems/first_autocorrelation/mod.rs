@@ -1,7 +1,14 @@
 //! First autocorrelation inequality: minimise `max(f∗f)/(∫f)²` over `f ≥ 0`.
 
-use super::{check_finite, check_some_positive, peak_ratio, FastScore, Problem, ProblemSpec};
+pub mod lag_model;
+pub mod objective;
+
+use super::{
+    check_finite, check_some_positive, peak_ratio, FastScore, LagModel, Problem, ProblemSpec,
+};
 use crate::error::Violation;
+use crate::objective::{Objective, SmoothMax};
+use crate::optimize::Parameterisation;
 use num_rational::BigRational;
 
 /// The first autocorrelation problem (`first-autocorrelation-inequality`).
@@ -15,7 +22,7 @@ impl FirstAutocorrelation {
         FirstAutocorrelation {
             spec: super::embedded_spec(
                 "first-autocorrelation-inequality",
-                include_str!("../../problems/first-autocorrelation-inequality.toml"),
+                include_str!("../../../problems/first-autocorrelation-inequality.toml"),
             ),
         }
     }
@@ -24,6 +31,27 @@ impl FirstAutocorrelation {
 impl Problem for FirstAutocorrelation {
     fn spec(&self) -> &ProblemSpec {
         &self.spec
+    }
+
+    fn objective(&self, n: usize, smooth: SmoothMax) -> Box<dyn Objective> {
+        Box::new(objective::FirstAutocorrelationObjective::new(n, smooth))
+    }
+
+    fn parameterisations(&self) -> &'static [Parameterisation] {
+        &[Parameterisation::Square, Parameterisation::Exp]
+    }
+
+    fn default_program(&self) -> &'static str {
+        include_str!("../../../problems/optimizers/first-autocorrelation-inequality.default.toml")
+    }
+
+    fn lag_model(&self) -> Option<&dyn LagModel> {
+        Some(&lag_model::Autoconvolution)
+    }
+
+    #[cfg(feature = "gmp")]
+    fn score_exact_gmp(&self, values: &[f64]) -> Option<BigRational> {
+        crate::exact::gmp::first_autocorrelation_score(values)
     }
 
     fn check(&self, values: &[f64]) -> Result<(), Violation> {

@@ -6,9 +6,9 @@
 //! `∂/∂b̃ = W ⋆ a`; `∂/∂h'_m = (W ⋆ b̃)_m − (W ⋆ a)_(n−1−m)`. Through the rescale
 //! (`∂h'_m/∂h_i = λδ_mi − h'_m/Σh`): `∂/∂h_i = λ·g_i − (Σ_m g_m h'_m)/Σh`.
 
-use super::fft::ConvolutionWorkspace;
-use super::{Objective, SmoothMax};
 use crate::fast::compensated_sum;
+use crate::objective::fft::ConvolutionWorkspace;
+use crate::objective::{Objective, SmoothMax};
 
 /// The Erdős surrogate `SM(correlate(h', 1 − h')·2/n)` (`erdos-min-overlap`).
 pub struct ErdosMinOverlapObjective {
@@ -95,7 +95,7 @@ impl Objective for ErdosMinOverlapObjective {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::*;
+    use crate::objective::testing::*;
 
     const SLUG: &str = "erdos-min-overlap";
 
