@@ -6,6 +6,7 @@
 //! - [`construction`]: reading and writing construction files;
 //! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
+//! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
 //! - [`program`]: optimizer programs as data (TOML steps and control flow) and the edits on them;
@@ -22,7 +23,7 @@
 //! - [`executor`]: where attempts run: serialisable attempt tasks and results, local threads;
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
 //! - [`search`]: the MILO search over harnesses (hypervolume admission, parent selection…);
-//! - [`bench`]: benchmarks of search strategies (results, verdicts, ladder);
+//! - [`bench`](mod@bench): benchmarks of search strategies (results, verdicts, ladder);
 //! - [`report`]: HTML reports with figures of a search run or a benchmark;
 //! - [`cli`]: the `milo` command line.
 
@@ -47,4 +48,5 @@ pub mod runner;
 pub mod search;
 pub mod stages;
 pub mod suite;
+pub mod threads;
 pub mod verify;

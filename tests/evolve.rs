@@ -190,3 +190,57 @@ fn resuming_a_missing_run_and_starting_over_an_existing_one_are_clear_errors() {
     assert_ne!(again.code, 0);
     assert!(again.stderr.contains("--resume"), "{}", again.stderr);
 }
+
+#[test]
+fn parts_chosen_by_name_are_recorded_and_used_and_unknown_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let run_dir = dir.path().join("run");
+    let start = |extra: &[&str], rounds: &str| {
+        let mut args = vec![
+            "evolve",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            "--rounds",
+            rounds,
+            "--islands",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        milo(&args)
+    };
+    for (flag, value) in [
+        ("--writer", "oracle"),
+        ("--mutators", "tuner,mystery"),
+        ("--orchestrator", "oracle"),
+        ("--executor", "cloud"),
+    ] {
+        let refused = start(&[flag, value], "1");
+        assert_eq!(refused.code, 2, "{flag} {value}: {}", refused.stderr);
+        let named = value.rsplit(',').next().unwrap();
+        assert!(
+            refused.stderr.contains(&format!("'{named}'")) && refused.stderr.contains("known"),
+            "{flag}: {}",
+            refused.stderr
+        );
+        assert!(!run_dir.exists(), "{flag}: nothing is written");
+    }
+
+    let run = start(&["--writer", "verbatim", "--mutators", "structural"], "1");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = comparable_records(&run_dir);
+    let started = &records[0];
+    assert_eq!(started["record"], "started");
+    assert_eq!(started["writer"], "verbatim", "{started}");
+    assert_eq!(started["mutators"], serde_json::json!(["structural"]));
+    assert_eq!(started["orchestrator"], "builtin");
+    assert_eq!(started["executor"], "local-threads");
+    let children: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["record"] == "node" && r["round"] != 0)
+        .collect();
+    assert!(!children.is_empty());
+    assert!(children.iter().all(|n| n["mutator"] == "structural"));
+}

@@ -2,7 +2,7 @@
 //! problem's live leaderboard as construction files with provenance, each re-verified exactly.
 //!
 //! - [`client`]: the HTTP requests (timeouts, error statuses) and the JSON shapes they return;
-//! - [`pull`]: saving the entries, re-verifying them, flagging disagreements, installing the
+//! - [`pull`](mod@pull): saving the entries, re-verifying them, flagging disagreements, installing the
 //!   directory only when complete.
 
 pub mod client;

@@ -49,8 +49,22 @@ pub struct EvolveArgs {
     /// Attempts per task in each evaluation.
     #[arg(long, default_value_t = 1)]
     attempts: usize,
-    /// Resume the run in DIR from its lineage (other settings are read from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts"])]
+    /// The agent that writes optimizer programs (`builtin`, or `verbatim`: the parent unchanged).
+    #[arg(long, value_name = "NAME", default_value = "builtin")]
+    writer: String,
+    /// The mutator pool, comma-separated: island i starts with the i-th (cyclically), and the
+    /// orchestrator reassigns islands from this pool.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = mutators::NAMES.map(String::from))]
+    mutators: Vec<String>,
+    /// The orchestrator consulted when islands stall.
+    #[arg(long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
+    orchestrator: String,
+    /// Where task evaluations run (`local-threads`: this process, `--jobs` threads).
+    #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
+    executor: String,
+    /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
+    /// from it; --jobs applies).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor"])]
     resume: Option<PathBuf>,
 }
 
@@ -116,11 +130,11 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         quality: args.quality,
         cost: default_cost_measure(&suite),
         attempts: args.attempts,
-        writer: "builtin".into(),
-        mutators: mutators::NAMES.iter().map(|s| s.to_string()).collect(),
-        orchestrator: ORCHESTRATORS[0].into(),
+        writer: args.writer.clone(),
+        mutators: args.mutators.clone(),
+        orchestrator: args.orchestrator.clone(),
         lineage_store: LINEAGE_STORES[0].into(),
-        executor: EXECUTORS[0].into(),
+        executor: args.executor.clone(),
         cpu_seconds: None,
         components: Default::default(),
     };

@@ -1,10 +1,10 @@
-//! The executor of this process: attempts run on `jobs` threads (rayon), sequentially for one.
+//! The executor of this process: attempts run on `jobs` threads ([`map_on_threads`]), sequentially for one.
 
 use super::{solve, AttemptTask, Executor};
 use crate::agent::{writer_by_name, Attempt, OptimizerWriter};
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, Result};
-use rayon::prelude::*;
+use crate::error::Result;
+use crate::threads::map_on_threads;
 use std::sync::Arc;
 
 /// Runs attempts in this process on a pool of `jobs` threads.
@@ -44,13 +44,8 @@ impl Executor for LocalThreads {
     }
 
     fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>> {
-        if self.jobs == 1 {
-            return Ok(tasks.iter().map(|t| self.run_one(t, cancel)).collect());
-        }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.jobs)
-            .build()
-            .map_err(|e| MiloError::Usage(format!("cannot start {} threads: {e}", self.jobs)))?;
-        Ok(pool.install(|| tasks.par_iter().map(|t| self.run_one(t, cancel)).collect()))
+        Ok(map_on_threads(self.jobs, tasks, |t| {
+            self.run_one(t, cancel)
+        }))
     }
 }

@@ -2,7 +2,7 @@
 //! directory (it holds `lineage.jsonl`) or a benchmark directory (it holds `results.json`).
 //!
 //! One file per kind of figure: [`lineage_tree`], [`progress`] (best so far), [`construction`]
-//! (the best construction and its lags), [`bench`] (a benchmark's curves and tables); [`run`]
+//! (the best construction and its lags), [`bench`](mod@bench) (a benchmark's curves and tables); [`run`]
 //! assembles a run's page, [`html`] writes pages, [`plot`] saves figures.
 
 pub mod bench;

@@ -17,8 +17,8 @@ use crate::optimize::Budget;
 use crate::problems::{Direction, Problem};
 use crate::program::{Action, KeepBest, Program, Repeat, Restarts, Step, UntilStall};
 use crate::stages::{Stage, StageOutcome};
+use crate::threads::map_on_threads;
 use num_rational::BigRational;
-use rayon::prelude::*;
 use std::time::Instant;
 pub use trace::{StageRecord, Trace, TracePoint};
 
@@ -345,15 +345,8 @@ impl<'a> Runner<'a> {
                 sub.trace.stages,
             )
         };
-        let results: Vec<_> = if self.settings.jobs > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(self.settings.jobs)
-                .build()
-                .map(|pool| pool.install(|| (0..count).into_par_iter().map(run_one).collect()))
-                .unwrap_or_else(|_| (0..count).map(run_one).collect())
-        } else {
-            (0..count).map(run_one).collect()
-        };
+        let runs: Vec<usize> = (0..count).collect();
+        let results = map_on_threads(self.settings.jobs, &runs, |&r| run_one(r));
         let mut chosen: Option<(Vec<f64>, f64)> = None;
         for (best, best_score, _end, evaluations, stages) in results {
             self.evaluations += evaluations;

@@ -76,11 +76,15 @@ pub trait Stage {
     fn spends_evaluations(&self) -> bool;
 
     /// Value checks serde cannot express; the message names `path.key` (`path` is the step's
-    /// path, as `steps[2].body[0]`).
-    fn check(&self, path: &str) -> Result<(), String>;
+    /// path, as `steps[2].body[0]`). A stage without parameters has nothing to check.
+    fn check(&self, _path: &str) -> Result<(), String> {
+        Ok(())
+    }
 
-    /// The numeric parameters a tuning edit may scale, and their ranges.
-    fn tunable(&self) -> &'static [Tunable];
+    /// The numeric parameters a tuning edit may scale, and their ranges (none by default).
+    fn tunable(&self) -> &'static [Tunable] {
+        &[]
+    }
 
     /// Runs the stage from `start` (valid for `problem`) under `budget` with `seed`.
     fn run(&self, problem: &dyn Problem, start: &[f64], budget: &Budget, seed: u64)

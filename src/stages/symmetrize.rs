@@ -3,7 +3,7 @@
 //! The scores are invariant under reversing f, so the symmetric average is a cheap jump to
 //! another basin; a program follows it with a polish and keeps it only if it helps.
 
-use super::{Stage, StageOutcome, Tunable};
+use super::{Stage, StageOutcome};
 use crate::optimize::Budget;
 use crate::problems::Problem;
 use serde::{Deserialize, Serialize};
@@ -20,14 +20,6 @@ impl Stage for Symmetrize {
 
     fn spends_evaluations(&self) -> bool {
         false
-    }
-
-    fn check(&self, _path: &str) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn tunable(&self) -> &'static [Tunable] {
-        &[]
     }
 
     fn run(

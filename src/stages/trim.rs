@@ -5,7 +5,7 @@
 //! then refines the support alone (on the AlphaEvolve start, the last 18,246 of 50,000 cells are
 //! zero). The other problems' scores depend on `n`: there it is a different construction.
 
-use super::{Stage, StageOutcome, Tunable};
+use super::{Stage, StageOutcome};
 use crate::optimize::Budget;
 use crate::problems::Problem;
 use serde::{Deserialize, Serialize};
@@ -22,14 +22,6 @@ impl Stage for Trim {
 
     fn spends_evaluations(&self) -> bool {
         false
-    }
-
-    fn check(&self, _path: &str) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn tunable(&self) -> &'static [Tunable] {
-        &[]
     }
 
     fn run(
