@@ -12,9 +12,6 @@ use crate::error::{MiloError, Result};
 use crate::executor::{Executor, LocalThreads};
 use std::path::Path;
 
-/// Names of the mutators (the pool, then the benchmark's blind one).
-pub const MUTATORS: [&str; 5] = ["tuner", "structural", "evidence", "breeder", "blind"];
-
 /// Names of the orchestrators (the first is the default).
 pub const ORCHESTRATORS: [&str; 1] = ["builtin"];
 
@@ -76,7 +73,7 @@ fn unknown(part: &str, name: &str, known: &[&str]) -> MiloError {
 
 /// The mutator called `name`.
 pub fn mutator(name: &str) -> Result<Box<dyn Mutator>> {
-    mutators::by_name(name).ok_or_else(|| unknown("mutator", name, &MUTATORS))
+    mutators::by_name(name).ok_or_else(|| unknown("mutator", name, &mutators::KNOWN))
 }
 
 /// The orchestrator called `name`.
@@ -154,7 +151,7 @@ mod tests {
             e.contains("'gpt'") && e.contains("builtin, verbatim"),
             "{e}"
         );
-        for name in MUTATORS {
+        for name in mutators::KNOWN {
             assert_eq!(mutator(name).unwrap().name(), name);
         }
     }

@@ -172,17 +172,26 @@ impl Search {
         Ok(())
     }
 
-    /// Records `failure` of the run's writer (see [`Search::record_failure`]).
-    fn record_writer_failure(
+    /// The evaluation of a finished `outcome`; `None` when the run was cancelled during it or
+    /// the writer failed (the failure is then recorded, see [`Search::record_failure`]): either
+    /// way the step ends there.
+    fn finished(
         &mut self,
+        outcome: Evaluated,
         round: usize,
         island: usize,
-        failure: WriterFailure,
         observer: &mut dyn SearchObserver,
-    ) -> Result<()> {
-        let writer = self.config().writer.clone();
-        let message = format!("task {}: {}", failure.task, failure.error);
-        self.record_failure(round, island, "writer", &writer, message, observer)
+    ) -> Result<Option<Evaluation>> {
+        match outcome {
+            Evaluated::Done(evaluation) => Ok(Some(evaluation)),
+            Evaluated::Cancelled => Ok(None),
+            Evaluated::Failed(failure) => {
+                let writer = self.config().writer.clone();
+                let message = format!("task {}: {}", failure.task, failure.error);
+                self.record_failure(round, island, "writer", &writer, message, observer)?;
+                Ok(None)
+            }
+        }
     }
 
     /// Island `island`'s seed node (round 0): a seed harness, admitted by definition.
@@ -197,15 +206,13 @@ impl Search {
         let tasks = self.search_tasks();
         let tasks: Vec<Task> = tasks.into_iter().cloned().collect();
         let refs: Vec<&Task> = tasks.iter().collect();
-        let evaluation = match self.evaluate(&harness, &refs, island, &id, observer)? {
-            Evaluated::Done(evaluation) => evaluation,
-            Evaluated::Cancelled => return Ok(()),
-            Evaluated::Failed(f) => return self.record_writer_failure(0, island, f, observer),
+        let outcome = self.evaluate(&harness, &refs, island, &id, observer)?;
+        let Some(evaluation) = self.finished(outcome, 0, island, observer)? else {
+            return Ok(());
         };
-        let validation = match self.validate(&harness, island, &id, observer)? {
-            Evaluated::Done(validation) => validation,
-            Evaluated::Cancelled => return Ok(()),
-            Evaluated::Failed(f) => return self.record_writer_failure(0, island, f, observer),
+        let outcome = self.validate(&harness, island, &id, observer)?;
+        let Some(validation) = self.finished(outcome, 0, island, observer)? else {
+            return Ok(());
         };
         let node = NodeRecord {
             id,
@@ -339,12 +346,9 @@ impl Search {
                 },
             ),
             Ok(()) => {
-                let evaluation = match self.evaluate(&child, &refs, island, &id, observer)? {
-                    Evaluated::Done(evaluation) => evaluation,
-                    Evaluated::Cancelled => return Ok(()),
-                    Evaluated::Failed(f) => {
-                        return self.record_writer_failure(round, island, f, observer)
-                    }
+                let outcome = self.evaluate(&child, &refs, island, &id, observer)?;
+                let Some(evaluation) = self.finished(outcome, round, island, observer)? else {
+                    return Ok(());
                 };
                 let front: Vec<_> = admitted
                     .iter()
@@ -358,18 +362,15 @@ impl Search {
             }
         };
         let becomes_best = verdict.admitted
-            && admitted.iter().all(|n| {
-                let (a, b) = (evaluation.fitness, n.evaluation.fitness);
-                a.quality > b.quality || (a.quality == b.quality && a.cost < b.cost)
-            });
+            && admitted
+                .iter()
+                .all(|n| outranks(&evaluation.fitness, &n.evaluation.fitness));
         let validation = if becomes_best {
-            match self.validate(&child, island, &id, observer)? {
-                Evaluated::Done(validation) => Some(validation),
-                Evaluated::Cancelled => return Ok(()),
-                Evaluated::Failed(f) => {
-                    return self.record_writer_failure(round, island, f, observer)
-                }
-            }
+            let outcome = self.validate(&child, island, &id, observer)?;
+            let Some(validation) = self.finished(outcome, round, island, observer)? else {
+                return Ok(());
+            };
+            Some(validation)
         } else {
             None
         };
@@ -406,13 +407,17 @@ impl Search {
     }
 }
 
+/// Whether `a` ranks above `b` as an island's best: higher quality, or equal quality at a
+/// lower cost.
+fn outranks(a: &Fitness, b: &Fitness) -> bool {
+    a.quality > b.quality || (a.quality == b.quality && a.cost < b.cost)
+}
+
 /// The candidate with the best quality (ties: the lower cost, then the first).
 fn best_index(candidates: &[MemberScores]) -> usize {
     let mut best = 0;
     for (i, c) in candidates.iter().enumerate() {
-        let b = &candidates[best].fitness;
-        let f = &c.fitness;
-        if f.quality > b.quality || (f.quality == b.quality && f.cost < b.cost) {
+        if outranks(&c.fitness, &candidates[best].fitness) {
             best = i;
         }
     }

@@ -83,6 +83,9 @@ pub trait Mutator: Send + Sync {
 /// Names of the pool of built-in mutators, in order (the blind one is not in the pool).
 pub const NAMES: [&str; 4] = ["tuner", "structural", "evidence", "breeder"];
 
+/// Names of every built-in mutator [`by_name`] knows: the pool, then the benchmark's blind one.
+pub const KNOWN: [&str; 5] = ["tuner", "structural", "evidence", "breeder", "blind"];
+
 /// The built-in mutator called `name`, if there is one ([`super::parts::mutator`] is the
 /// registry that names the known ones in its error).
 pub fn by_name(name: &str) -> Option<Box<dyn Mutator>> {
