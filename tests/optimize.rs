@@ -7,7 +7,7 @@ use common::{milo, root};
 use milo::construction::read_values;
 use milo::problems::by_slug;
 use milo::program::Program;
-use milo::runner::{run_program, RunSettings, Silent};
+use milo::runner::{run_program, RunSettings, Silent, StopReason};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -106,6 +106,36 @@ fn same_seed_and_evaluation_budget_give_the_same_bits_for_any_jobs() {
     let one = bits(1);
     assert_eq!(one, bits(1));
     assert_eq!(one, bits(2));
+}
+
+/// The third problem's default program hops with two restarts at a time (threads under
+/// --jobs): an evaluation budget still gives the same bits for any number of jobs, and the trace
+/// says the budget stopped it.
+#[test]
+fn default_program_restarts_give_the_same_bits_for_any_jobs() {
+    let slug = "third-autocorrelation-inequality";
+    let problem = by_slug(slug).unwrap();
+    let start = start_of(slug);
+    let p = program(&format!("{slug}.default.toml"));
+    let run = |jobs| {
+        run_program(
+            problem.as_ref(),
+            &start,
+            &p,
+            &settings(15_000, jobs),
+            &mut Silent,
+        )
+        .unwrap()
+    };
+    let one = run(1);
+    let bits =
+        |o: &milo::runner::RunOutcome| o.best.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(
+        one.trace.stages.iter().any(|s| s.path.contains(".body")),
+        "the hops ran"
+    );
+    assert_eq!(one.trace.stopped, Some(StopReason::Evaluations));
+    assert_eq!(bits(&one), bits(&run(2)));
 }
 
 #[test]

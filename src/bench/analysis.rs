@@ -81,22 +81,14 @@ pub fn summarise_method(runs: &[RunSummary], method: &str) -> MethodSummary {
     }
 }
 
-/// How much better `a` is than `b` in `direction` (positive: `a` better).
-fn advantage(direction: Direction, a: f64, b: f64) -> f64 {
-    match direction {
-        Direction::Minimize => b - a,
-        Direction::Maximize => a - b,
-    }
-}
-
 /// The verdict on methods `a` and `b`.
 pub fn verdict(direction: Direction, a: &MethodSummary, b: &MethodSummary) -> PairVerdict {
-    let first = advantage(direction, a.best.mean, b.best.mean);
+    let first = direction.gain(a.best.mean, b.best.mean);
     let band = a.null_band.max(b.null_band);
     let rerun = a
         .rerun_best
         .zip(b.rerun_best)
-        .map(|(x, y)| advantage(direction, x.mean, y.mean));
+        .map(|(x, y)| direction.gain(x.mean, y.mean));
     let rerun_band = a
         .rerun_null_band
         .zip(b.rerun_null_band)

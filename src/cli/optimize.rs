@@ -177,6 +177,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "evaluations": outcome.evaluations,
         "seconds": outcome.seconds,
         "interrupted": outcome.interrupted,
+        "stopped": outcome.trace.stopped,
         "out": out,
     });
     if args.json {
@@ -204,15 +205,12 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         }
     );
     println!(
-        "evaluations  {} in {:.1}s{}",
-        outcome.evaluations,
-        outcome.seconds,
-        if outcome.interrupted {
-            " (interrupted)"
-        } else {
-            ""
-        }
+        "evaluations  {} in {:.1}s",
+        outcome.evaluations, outcome.seconds
     );
+    if let Some(why) = outcome.trace.stopped {
+        println!("stopped      {why}");
+    }
     println!("wrote        {}", out.display());
     Ok(EXIT_OK)
 }

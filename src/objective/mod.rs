@@ -16,6 +16,13 @@ pub mod smooth_max;
 
 pub use smooth_max::{SmoothMax, SmoothMaxName};
 
+/// Real FFTs of size `N = fft_len(2n − 1)` (forward and inverse alike) that one
+/// [`Objective::value_and_gradient`] performs, for every arena problem: the forward transform of
+/// `f` (or of the Erdős `h'`, whose complement needs none), the inverse that gives the lags, the
+/// forward transform of the weights over the lags and the inverse that gives the gradient. The
+/// spectrum of `f` is reused between value and gradient. Asserted by each problem's tests.
+pub const FFTS_PER_VALUE_AND_GRADIENT: usize = 4;
+
 /// A differentiable surrogate of one problem's score, always to be MINIMISED (the second problem,
 /// a maximisation, is negated).
 pub trait Objective: Send {
@@ -96,6 +103,21 @@ pub(crate) mod testing {
         let again = objective.value_and_gradient(f, &mut scratch);
         assert_eq!(again, value);
         assert_eq!(scratch, grad);
+    }
+
+    /// One `value_and_gradient` performs [`FFTS_PER_VALUE_AND_GRADIENT`](super::FFTS_PER_VALUE_AND_GRADIENT)
+    /// real FFTs (after a first call, which may compute once-per-workspace spectra).
+    pub fn check_fft_count(slug: &str, f: &[f64]) {
+        let n = f.len();
+        let mut objective = objective_for(slug, n, SmoothMax::LogSumExp { beta: 50.0 });
+        let mut grad = vec![0.0; n];
+        objective.value_and_gradient(f, &mut grad);
+        for _ in 0..2 {
+            let before = super::fft::transforms_on_this_thread();
+            objective.value_and_gradient(f, &mut grad);
+            let count = super::fft::transforms_on_this_thread() - before;
+            assert_eq!(count, super::FFTS_PER_VALUE_AND_GRADIENT, "{slug} n={n}");
+        }
     }
 
     /// `score()` against the crate's own float64 score.

@@ -2,6 +2,7 @@
 //! surrogates. Gradient: `∂/∂f_i = (2n/S²)·2·(w ⋆ f)_i − (2/S)·Σ_k w_k r_k`, `w = ∂SM/∂r`.
 
 use super::fft::ConvolutionWorkspace;
+use super::smooth_max::weighted_sum;
 use super::SmoothMax;
 
 /// The smoothed peak ratio `SM(2n·(f∗f)/S²)` shared by the first and third problems, with
@@ -37,12 +38,7 @@ impl PeakRatio {
         let value = self
             .smooth
             .value_and_weights(&self.ratios, &mut self.weights);
-        let weighted: f64 = self
-            .weights
-            .iter()
-            .zip(&self.ratios)
-            .map(|(w, r)| w * r)
-            .sum();
+        let weighted = weighted_sum(&self.weights, &self.ratios);
         self.workspace.autoconvolution_adjoint(&self.weights, grad);
         let shift = 2.0 * weighted / sum;
         grad.iter_mut().for_each(|g| *g = *g * scale - shift);

@@ -83,16 +83,50 @@ impl SmoothMax {
 /// smallest subnormal, `exp(−745.14)`; a margin covers libm's last-bit error).
 const EXP_ZERO_BELOW: f64 = -746.0;
 
+/// `max_k map(x_k)` (NaN entries ignored, as by [`f64::max`]; `−∞` for an all-NaN `x`), over
+/// four independent running maxima: the max is exact, so the result is the serial fold's, without
+/// its chain of dependent comparisons.
+fn max_of(x: &[f64], map: impl Fn(f64) -> f64) -> f64 {
+    let mut lanes = [f64::NEG_INFINITY; 4];
+    let chunks = x.chunks_exact(4);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (m, &v) in lanes.iter_mut().zip(chunk) {
+            *m = m.max(map(v));
+        }
+    }
+    let top = rest.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(map(v)));
+    lanes.iter().fold(top, |m, &l| m.max(l))
+}
+
+/// `Σ_k w_k·x_k` in index order, skipping the zero weights (at large β most log-sum-exp weights
+/// are exactly 0): the same value as the full serial sum for finite `x` (adding a zero product
+/// changes nothing once the sum is non-zero), without a dependent addition per entry.
+pub(crate) fn weighted_sum(weights: &[f64], x: &[f64]) -> f64 {
+    let mut sum = 0.0;
+    for (&w, &v) in weights.iter().zip(x) {
+        if w != 0.0 {
+            sum += w * v;
+        }
+    }
+    sum
+}
+
 fn log_sum_exp(beta: f64, x: &[f64], weights: &mut [f64]) -> f64 {
-    let top = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+    let top = max_of(x, |v| v);
     let mut sum = 0.0;
     for (w, &v) in weights.iter_mut().zip(x) {
         // exp(z) is exactly +0.0 for z < −745.2 (below half the smallest subnormal), so skip the
-        // call there: at large β most lags fall far below the max. Same bits as calling exp (NaN
+        // call there, and the addition of that +0.0 (which leaves the positive sum unchanged): at
+        // large β most lags fall far below the max. Same bits as calling exp and adding (NaN
         // fails the test and still goes through exp).
         let z = beta * (v - top);
-        *w = if z < EXP_ZERO_BELOW { 0.0 } else { z.exp() };
-        sum += *w;
+        if z < EXP_ZERO_BELOW {
+            *w = 0.0;
+        } else {
+            *w = z.exp();
+            sum += *w;
+        }
     }
     // sum ≥ 1 (the max contributes exp(0)).
     let inv = 1.0 / sum;
@@ -101,7 +135,7 @@ fn log_sum_exp(beta: f64, x: &[f64], weights: &mut [f64]) -> f64 {
 }
 
 fn p_norm(p: f64, x: &[f64], weights: &mut [f64]) -> f64 {
-    let top = x.iter().fold(0.0f64, |m, &v| m.max(v.abs()));
+    let top = max_of(x, f64::abs).max(0.0);
     if top == 0.0 {
         weights.iter_mut().for_each(|w| *w = 0.0);
         return 0.0;

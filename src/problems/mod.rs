@@ -70,6 +70,13 @@ pub trait Problem: Send + Sync {
     /// `problems/optimizers/<slug>.default.toml`).
     fn default_program(&self) -> &'static str;
 
+    /// The first β of the cascade that follows a resolution change (the `refine` stage's
+    /// default floor): low enough to explore the room a finer grid opens (DOMAIN.md, "β floor
+    /// after a resolution change"). 1e3 unless the problem measured otherwise.
+    fn beta_floor_after_resample(&self) -> f64 {
+        1e3
+    }
+
     /// The lag model sequential LP linearises, for a score that is the max over lags of a
     /// quadratic function at a fixed sum; `None` (the default) where the stage does not apply.
     fn lag_model(&self) -> Option<&dyn LagModel> {

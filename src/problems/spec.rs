@@ -24,6 +24,14 @@ impl Direction {
             Direction::Maximize => a > b,
         }
     }
+
+    /// How much `a` improves on `b` in this direction (negative when it is worse).
+    pub fn gain(self, a: f64, b: f64) -> f64 {
+        match self {
+            Direction::Minimize => b - a,
+            Direction::Maximize => a - b,
+        }
+    }
 }
 
 /// One known record value.

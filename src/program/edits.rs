@@ -445,6 +445,7 @@ fn perturbation(program: &Program, problem: &dyn Problem) -> Option<(Program, St
         return None;
     }
     let hop = Step::from(Action::UntilStall(UntilStall {
+        min_gain: 0.0,
         patience: 3,
         body: vec![Step::from(Action::KeepBest(KeepBest {
             body: vec![
@@ -616,7 +617,7 @@ mod tests {
             String::new(),
             &mut leaves,
         );
-        assert_eq!(leaves.len(), 26, "{leaves:?}");
+        assert_eq!(leaves.len(), 41, "{leaves:?}");
         for leaf in leaves {
             assert!(tune_range(&all_kinds, &leaf).is_some(), "{leaf}");
         }
@@ -632,7 +633,7 @@ mod tests {
             Some(TuneRange::Fraction)
         );
         assert_eq!(
-            tune_range(&all_kinds, "steps[10].body[0].times"),
+            tune_range(&all_kinds, "steps[12].body[0].times"),
             Some(TuneRange::Count)
         );
         assert_eq!(
@@ -674,6 +675,16 @@ kind = "perturb"
 kind = "prune_regrow"
 
 [[steps]]
+kind = "prune"
+parameterisation = "square"
+
+[[steps]]
+kind = "refine"
+max_n = 1000
+parameterisation = "square"
+beta_floor = 10.0
+
+[[steps]]
 kind = "trim"
 
 [[steps]]
@@ -693,6 +704,7 @@ times = 2
 [[steps.body.body]]
 kind = "until_stall"
 patience = 2
+min_gain = 1e-9
 
 [[steps.body.body.body]]
 kind = "keep_best"

@@ -6,7 +6,9 @@ use crate::stages::dinkelbach::Dinkelbach;
 use crate::stages::finalize::Finalize;
 use crate::stages::lbfgs::Lbfgs;
 use crate::stages::perturb::Perturb;
+use crate::stages::prune::Prune;
 use crate::stages::prune_regrow::PruneRegrow;
+use crate::stages::refine::Refine;
 use crate::stages::resample::Resample;
 use crate::stages::sequential_lp::SequentialLp;
 use crate::stages::symmetrize::Symmetrize;
@@ -41,8 +43,12 @@ pub enum Action {
     SequentialLp(SequentialLp),
     /// A resolution change.
     Resample(Resample),
+    /// A finer grid by block repeat, then a β cascade from a low floor.
+    Refine(Refine),
     /// A random perturbation.
     Perturb(Perturb),
+    /// Monotone pruning of the support (never regrows).
+    Prune(Prune),
     /// Prune–regrow of the support.
     PruneRegrow(PruneRegrow),
     /// Drop the zero cells at both ends.
@@ -53,7 +59,8 @@ pub enum Action {
     Finalize(Finalize),
     /// Run the body `times` times.
     Repeat(Repeat),
-    /// Run the body until the best score has not improved for `patience` passes.
+    /// Run the body until the best score has not improved (by more than `min_gain`) for
+    /// `patience` passes.
     UntilStall(UntilStall),
     /// Run the body `count` times from the same start with derived seeds; keep the best.
     Restarts(Restarts),
@@ -71,12 +78,17 @@ pub struct Repeat {
     pub body: Vec<Step>,
 }
 
-/// Run the body until the best score has not improved for `patience` passes.
+/// Run the body until the best score has not improved by more than `min_gain` for `patience`
+/// passes in a row (the block's convergence test).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UntilStall {
     /// Passes without improvement before stopping.
     pub patience: usize,
+    /// A pass counts as an improvement only if it betters the best score by more than this (in
+    /// score units; 0: any strict improvement).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_gain: f64,
     /// The steps repeated.
     pub body: Vec<Step>,
 }
@@ -99,6 +111,10 @@ pub struct KeepBest {
     pub body: Vec<Step>,
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 impl From<Action> for Step {
     /// The step without a stated share.
     fn from(action: Action) -> Step {
@@ -118,7 +134,9 @@ impl Action {
             Action::Dinkelbach(s) => s,
             Action::SequentialLp(s) => s,
             Action::Resample(s) => s,
+            Action::Refine(s) => s,
             Action::Perturb(s) => s,
+            Action::Prune(s) => s,
             Action::PruneRegrow(s) => s,
             Action::Trim(s) => s,
             Action::Symmetrize(s) => s,
@@ -193,6 +211,9 @@ impl Step {
                 .iter()
                 .find(|t| t.key == key)
                 .map(|t| t.range),
+            None if key == "min_gain" && matches!(self.action, Action::UntilStall(_)) => {
+                Some(TuneRange::Positive)
+            }
             None => self
                 .action
                 .count()
@@ -214,6 +235,9 @@ impl Step {
         }
         if let Some((key, count)) = self.action.count() {
             at_least_one(path, key, count)?;
+        }
+        if let Action::UntilStall(UntilStall { min_gain, .. }) = &self.action {
+            crate::stages::non_negative(path, "min_gain", *min_gain)?;
         }
         match (self.action.stage(), self.action.body()) {
             (Some(stage), _) => stage.check(path),

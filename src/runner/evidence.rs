@@ -105,8 +105,8 @@ mod tests {
             best_exact: BigRational::from_integer(1.into()),
             improved,
             trace: Trace {
-                points: vec![],
                 stages,
+                ..Trace::default()
             },
             evaluations: 10,
             seconds: 0.1,

@@ -13,14 +13,14 @@ pub mod trace;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
-use crate::optimize::Budget;
+use crate::optimize::{Budget, Exhaustion};
 use crate::problems::{Direction, Problem};
 use crate::program::{Action, KeepBest, Program, Repeat, Restarts, Step, UntilStall};
 use crate::stages::{Stage, StageOutcome};
 use crate::threads::map_on_threads;
 use num_rational::BigRational;
 use std::time::Instant;
-pub use trace::{StageRecord, Trace, TracePoint};
+pub use trace::{StageRecord, StopReason, Trace, TracePoint};
 
 /// Budget, seed, parallelism and cancellation of a run.
 #[derive(Clone, Debug)]
@@ -122,6 +122,12 @@ pub fn run_program(
         &budget,
         settings.seed,
     );
+    runner.trace.stopped = Some(match budget.exhausted() {
+        None => StopReason::Converged,
+        Some(Exhaustion::Evaluations) => StopReason::Evaluations,
+        Some(Exhaustion::Deadline) => StopReason::Deadline,
+        Some(Exhaustion::Interrupted) => StopReason::Interrupted,
+    });
     let start_exact = problem.score_exact(start);
     let best = without_negligible_values(problem, runner.best);
     let best_exact = problem.score_exact(&best);
@@ -265,7 +271,11 @@ impl<'a> Runner<'a> {
                 }
                 current
             }
-            Action::UntilStall(UntilStall { patience, body }) => {
+            Action::UntilStall(UntilStall {
+                patience,
+                min_gain,
+                body,
+            }) => {
                 let mut current = current;
                 let mut stalled = 0;
                 let mut pass = 0u64;
@@ -275,7 +285,7 @@ impl<'a> Runner<'a> {
                     current =
                         self.run_steps(body, &body_path, current, &share, derive_seed(seed, pass));
                     budget.charge(share.used());
-                    stalled = if self.direction().better(&self.best_score, &before) {
+                    stalled = if self.direction().gain(self.best_score, before) > *min_gain {
                         0
                     } else {
                         stalled + 1
@@ -384,10 +394,7 @@ impl<'a> Runner<'a> {
         }
         self.evaluations += budget.used();
         let score_after = self.score(&values);
-        let gain = match self.direction() {
-            Direction::Minimize => score_before - score_after,
-            Direction::Maximize => score_after - score_before,
-        };
+        let gain = self.direction().gain(score_after, score_before);
         let record = StageRecord {
             path: path.to_string(),
             kind: kind.to_string(),
@@ -481,5 +488,84 @@ mod tests {
         assert!(lengths.iter().all(|&n| n <= max_len), "{lengths:?}");
         // 80 · 2^10 = 81,920 fits under 100,000; the next doubling would not.
         assert_eq!(*lengths.iter().max().unwrap(), 80 << 10);
+    }
+
+    fn settings(evaluations: u64) -> RunSettings {
+        RunSettings {
+            seed: 3,
+            seconds: None,
+            evaluations: Some(evaluations),
+            jobs: 1,
+            cancel: CancelToken::new(),
+        }
+    }
+
+    /// Basin hops on the toy problem until `patience` passes gain at most `min_gain`.
+    fn hops(patience: usize, min_gain: f64) -> Program {
+        let text = format!(
+            "name = \"hops\"\n\n[[steps]]\nkind = \"until_stall\"\npatience = {patience}\n\
+             min_gain = {min_gain:e}\n\n[[steps.body]]\nkind = \"keep_best\"\n\n\
+             [[steps.body.body]]\nkind = \"perturb\"\nfraction = 0.2\nscale = 0.05\n\n\
+             [[steps.body.body]]\nkind = \"lbfgs\"\nparameterisation = \"square\"\n\
+             betas = [1e3, 1e5]\nhistory = 10\niterations = 30\n"
+        );
+        Program::parse(&text, std::path::Path::new("hops.toml")).unwrap()
+    }
+
+    fn toy_start() -> Vec<f64> {
+        (0..40)
+            .map(|i| 1.0 + 0.5 * (i as f64 * 0.37).sin())
+            .collect()
+    }
+
+    #[test]
+    fn a_run_stops_at_its_budget_or_its_convergence_test_and_says_which() {
+        let toy = by_slug("toy-autoconvolution-peak").unwrap();
+        let run = |program: &Program, settings: &RunSettings| {
+            run_program(toy.as_ref(), &toy_start(), program, settings, &mut Silent).unwrap()
+        };
+        // A huge min_gain: no pass counts, so the loop stops after `patience` passes.
+        let converged = run(&hops(2, 1.0), &settings(1_000_000));
+        assert_eq!(converged.trace.stopped, Some(StopReason::Converged));
+        assert!(converged.evaluations < 1_000_000);
+        // Never converges (patience beyond reach): only the budget stops it, and all of it is used.
+        let spent = run(&hops(1_000_000, 0.0), &settings(2_000));
+        assert_eq!(spent.trace.stopped, Some(StopReason::Evaluations));
+        assert_eq!(spent.evaluations, 2_000);
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let stopped = run(
+            &hops(3, 0.0),
+            &RunSettings {
+                cancel,
+                ..settings(2_000)
+            },
+        );
+        assert_eq!(stopped.trace.stopped, Some(StopReason::Interrupted));
+    }
+
+    #[test]
+    fn min_gain_ends_the_loop_sooner_than_any_gain() {
+        let toy = by_slug("toy-autoconvolution-peak").unwrap();
+        let passes = |min_gain: f64| {
+            let outcome = run_program(
+                toy.as_ref(),
+                &toy_start(),
+                &hops(2, min_gain),
+                &settings(1_000_000),
+                &mut Silent,
+            )
+            .unwrap();
+            assert_eq!(outcome.trace.stopped, Some(StopReason::Converged));
+            outcome
+                .trace
+                .stages
+                .iter()
+                .filter(|s| s.kind == "lbfgs")
+                .count()
+        };
+        // With min_gain = 1 no pass counts as a gain: exactly `patience` passes.
+        assert_eq!(passes(1.0), 2);
+        assert!(passes(0.0) >= 2);
     }
 }

@@ -44,6 +44,32 @@ pub struct StageRecord {
     pub repaired: usize,
 }
 
+/// Why a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The program ran to its end before the budget did: its loops' convergence tests held
+    /// (or it has no loop).
+    Converged,
+    /// The evaluation budget ran out.
+    Evaluations,
+    /// The wall-clock budget ran out.
+    Deadline,
+    /// The run was cancelled (e.g. Ctrl-C).
+    Interrupted,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::Converged => "converged (the program's stopping tests held)",
+            StopReason::Evaluations => "evaluation budget used",
+            StopReason::Deadline => "time budget used",
+            StopReason::Interrupted => "interrupted",
+        })
+    }
+}
+
 /// The run's history.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Trace {
@@ -51,6 +77,9 @@ pub struct Trace {
     pub points: Vec<TracePoint>,
     /// One record per stage executed.
     pub stages: Vec<StageRecord>,
+    /// Why the run stopped (absent in traces written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StopReason>,
 }
 
 /// Number of lags within `tolerance` (relative to the peak's magnitude) of the peak.

@@ -3,7 +3,7 @@
 
 use super::{at_least_one, positive, Stage, StageOutcome, Tunable, TuneRange};
 use crate::objective::SmoothMaxName;
-use crate::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Parameterisation};
+use crate::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Mask, Parameterisation};
 use crate::problems::Problem;
 use serde::{Deserialize, Serialize};
 
@@ -104,19 +104,36 @@ impl Stage for Lbfgs {
         budget: &Budget,
         _seed: u64,
     ) -> StageOutcome {
+        self.run_masked(problem, start, budget, &Mask::none(start.len()))
+    }
+}
+
+impl Lbfgs {
+    /// The cascade from `start` with the variables `frozen` marks held where they start (their
+    /// gradient is zeroed, so L-BFGS never moves them).
+    pub fn run_masked(
+        &self,
+        problem: &dyn Problem,
+        start: &[f64],
+        budget: &Budget,
+        frozen: &Mask,
+    ) -> StageOutcome {
         let n = start.len();
         let param = self.parameterisation;
-        let outcome = cascade(
-            &self.betas,
-            |beta| {
-                let mut objective = problem.objective(n, self.smooth_max.build(beta));
-                param.compose(move |f: &[f64], g: &mut [f64]| objective.value_and_gradient(f, g))
-            },
-            param.inverse(start),
-            &self.settings(),
-            budget,
-            &CascadeSplit::Even,
-        );
+        let outcome =
+            cascade(
+                &self.betas,
+                |beta| {
+                    let mut objective = problem.objective(n, self.smooth_max.build(beta));
+                    frozen.wrap(param.compose(move |f: &[f64], g: &mut [f64]| {
+                        objective.value_and_gradient(f, g)
+                    }))
+                },
+                param.inverse(start),
+                &self.settings(),
+                budget,
+                &CascadeSplit::Even,
+            );
         let mut values = vec![0.0; n];
         param.forward(&outcome.v, &mut values);
         StageOutcome {

@@ -2,9 +2,10 @@
 //! where `h' = λ·h`, `λ = (n/2)/Σh` (the arena's rescale to sum `n/2`).
 //!
 //! Surrogate: `SM(r)` with `r = corr·2/n` (score-sized). With `a = h'` and `b̃ = reverse(1 − h')`,
-//! `corr = a ∗ b̃`, so for weights `W = (2/n)·∂SM/∂r` the FFT adjoints give `∂/∂a = W ⋆ b̃` and
-//! `∂/∂b̃ = W ⋆ a`; `∂/∂h'_m = (W ⋆ b̃)_m − (W ⋆ a)_(n−1−m)`. Through the rescale
-//! (`∂h'_m/∂h_i = λδ_mi − h'_m/Σh`): `∂/∂h_i = λ·g_i − (Σ_m g_m h'_m)/Σh`.
+//! `corr = a ∗ b̃`, so for weights `W = (2/n)·∂SM/∂r` the adjoints give `∂/∂a = W ⋆ b̃` and
+//! `∂/∂b̃ = W ⋆ a`; `g_m = ∂/∂h'_m = (W ⋆ b̃)_m − (W ⋆ a)_(n−1−m)`. Both come from the FFT of `h'`
+//! alone ([`ConvolutionWorkspace::complement_correlate`]): four real FFTs per value and gradient.
+//! Through the rescale (`∂h'_m/∂h_i = λδ_mi − h'_m/Σh`): `∂/∂h_i = λ·g_i − (Σ_m g_m h'_m)/Σh`.
 
 use crate::fast::compensated_sum;
 use crate::objective::fft::ConvolutionWorkspace;
@@ -16,14 +17,10 @@ pub struct ErdosMinOverlapObjective {
     workspace: ConvolutionWorkspace,
     /// `h'` (length `n`).
     scaled: Vec<f64>,
-    /// `reverse(1 − h')` (length `n`).
-    reversed_complement: Vec<f64>,
     /// `corr`, then `r = corr·2/n` (length `2n − 1`).
     ratios: Vec<f64>,
     /// `∂SM/∂r`, then `W` (length `2n − 1`).
     weights: Vec<f64>,
-    /// `∂/∂b̃` (length `n`).
-    grad_reversed: Vec<f64>,
 }
 
 impl ErdosMinOverlapObjective {
@@ -33,25 +30,19 @@ impl ErdosMinOverlapObjective {
             smooth,
             workspace: ConvolutionWorkspace::new(n),
             scaled: vec![0.0; n],
-            reversed_complement: vec![0.0; n],
             ratios: vec![0.0; 2 * n - 1],
             weights: vec![0.0; 2 * n - 1],
-            grad_reversed: vec![0.0; n],
         }
     }
 
-    /// Fills `scaled`, `reversed_complement` and `ratios = corr` for the rescale `factor`.
+    /// Fills `scaled` and `ratios = corr` for the rescale `factor`.
     fn correlate(&mut self, f: &[f64], factor: f64) {
-        let n = f.len();
         self.scaled
             .iter_mut()
             .zip(f)
             .for_each(|(a, x)| *a = x * factor);
-        for (i, b) in self.reversed_complement.iter_mut().enumerate() {
-            *b = 1.0 - self.scaled[n - 1 - i];
-        }
         self.workspace
-            .convolve(&self.scaled, &self.reversed_complement, &mut self.ratios);
+            .complement_correlate(&self.scaled, &mut self.ratios);
     }
 }
 
@@ -69,14 +60,10 @@ impl Objective for ErdosMinOverlapObjective {
             .smooth
             .value_and_weights(&self.ratios, &mut self.weights);
         self.weights.iter_mut().for_each(|w| *w *= to_score);
-        self.workspace
-            .convolution_adjoint(&self.weights, grad, &mut self.grad_reversed);
         // g_m = ∂/∂a_m − ∂/∂b̃_(n−1−m), into grad; then the chain rule through the rescale.
-        let mut dot = 0.0;
-        for (m, g) in grad.iter_mut().enumerate() {
-            *g -= self.grad_reversed[n - 1 - m];
-            dot += *g * self.scaled[m];
-        }
+        self.workspace
+            .complement_correlation_adjoint(&self.weights, grad);
+        let dot: f64 = grad.iter().zip(&self.scaled).map(|(g, a)| g * a).sum();
         let shift = dot / sum;
         grad.iter_mut().for_each(|g| *g = lambda * *g - shift);
         value
@@ -120,6 +107,13 @@ mod tests {
     fn log_sum_exp_approaches_the_score_from_above() {
         for n in [5usize, 64, 200] {
             check_lse_bias(SLUG, &random(n, 110 + n as u64, 0.2, 0.8), false);
+        }
+    }
+
+    #[test]
+    fn value_and_gradient_does_the_documented_number_of_ffts() {
+        for n in [1usize, 5, 200] {
+            check_fft_count(SLUG, &random(n, 120 + 4 * n as u64, 0.0, 1.0));
         }
     }
 

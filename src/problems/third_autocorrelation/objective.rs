@@ -65,6 +65,13 @@ mod tests {
     }
 
     #[test]
+    fn value_and_gradient_does_the_documented_number_of_ffts() {
+        for n in [1usize, 5, 200] {
+            check_fft_count(SLUG, &random(n, 120 + 3 * n as u64, -0.6, 1.0));
+        }
+    }
+
+    #[test]
     fn n_30000_runs_in_milliseconds() {
         check_fast_at_30000(SLUG, &random(30_000, 6, -0.6, 1.0));
     }

@@ -46,6 +46,7 @@ mod tests {
                 check_gradient(SLUG, &f, smooth, 1e-5);
             }
             check_score(SLUG, &f);
+            check_fft_count(SLUG, &f);
         }
     }
 }
