@@ -37,6 +37,21 @@ thread_local! {
         std::cell::RefCell::new(RealFftPlanner::new());
 }
 
+/// The forward and inverse real-FFT plans of length `len`, from this thread's cached planner
+/// (planning computes twiddle tables: a short run that builds many workspaces of one length
+/// would otherwise spend most of its time there).
+pub fn real_fft_plans(
+    len: usize,
+) -> (
+    std::sync::Arc<dyn realfft::RealToComplex<f64>>,
+    std::sync::Arc<dyn realfft::ComplexToReal<f64>>,
+) {
+    PLANNER.with(|planner| {
+        let mut planner = planner.borrow_mut();
+        (planner.plan_fft_forward(len), planner.plan_fft_inverse(len))
+    })
+}
+
 /// FFT length for a linear convolution of output length `out_len`.
 pub fn fft_len(out_len: usize) -> usize {
     // Smallest even 2^a·3^b·5^c ≥ out_len: rustfft's fast mixed-radix sizes, often well below

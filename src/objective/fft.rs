@@ -18,7 +18,7 @@
 
 use crate::fast::fft_len;
 use realfft::num_complex::Complex;
-use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
+use realfft::{ComplexToReal, RealToComplex};
 use std::sync::Arc;
 
 #[cfg(test)]
@@ -80,9 +80,7 @@ impl ConvolutionWorkspace {
     pub fn new(n: usize) -> Self {
         assert!(n >= 1, "the operands must be non-empty");
         let fft_size = fft_len(2 * n - 1);
-        let mut planner = RealFftPlanner::<f64>::new();
-        let forward = planner.plan_fft_forward(fft_size);
-        let inverse = planner.plan_fft_inverse(fft_size);
+        let (forward, inverse) = crate::fast::real_fft_plans(fft_size);
         let bins = fft_size / 2 + 1;
         ConvolutionWorkspace {
             n,
