@@ -61,6 +61,24 @@ impl Lbfgs {
         }
     }
 
+    /// A log-sum-exp cascade over `betas` in `parameterisation`, or the problem's default one.
+    pub fn log_sum_exp(
+        problem: &dyn Problem,
+        parameterisation: Option<Parameterisation>,
+        betas: Vec<f64>,
+        history: usize,
+        iterations: u64,
+    ) -> Lbfgs {
+        Lbfgs {
+            parameterisation: parameterisation
+                .unwrap_or_else(|| problem.default_parameterisation()),
+            smooth_max: SmoothMaxName::LogSumExp,
+            betas,
+            history,
+            iterations,
+        }
+    }
+
     /// The L-BFGS settings of one run of the cascade.
     pub(crate) fn settings(&self) -> LbfgsSettings {
         LbfgsSettings {

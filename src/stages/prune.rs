@@ -10,7 +10,6 @@ use super::lbfgs::Lbfgs;
 use super::prune_regrow::prune;
 use super::refine::{beta_ladder, default_beta_step};
 use super::{at_least_one, fraction, positive, Stage, StageOutcome, Tunable, TuneRange};
-use crate::objective::SmoothMaxName;
 use crate::optimize::{Budget, Mask, Parameterisation};
 use crate::problems::Problem;
 use serde::{Deserialize, Serialize};
@@ -74,19 +73,15 @@ const TUNABLE: &[Tunable] = &[
 impl Prune {
     /// The cascade run at each level.
     fn cascade(&self, problem: &dyn Problem) -> Lbfgs {
-        Lbfgs {
-            parameterisation: self
-                .parameterisation
-                .unwrap_or_else(|| problem.default_parameterisation()),
-            smooth_max: SmoothMaxName::LogSumExp,
-            betas: beta_ladder(self.beta_floor, self.beta_ceiling, default_beta_step()),
-            history: self.history,
-            iterations: self.iterations,
-        }
+        Lbfgs::log_sum_exp(
+            problem,
+            self.parameterisation,
+            beta_ladder(self.beta_floor, self.beta_ceiling, default_beta_step()),
+            self.history,
+            self.iterations,
+        )
     }
-}
 
-impl Prune {
     /// One level: zero the smallest `fraction` of the live cells of `current`, then polish with
     /// `cascade` under `budget` while every zero cell stays zero.
     fn level(

@@ -13,7 +13,6 @@
 use super::lbfgs::Lbfgs;
 use super::resample::{block_repeat, with_noise};
 use super::{at_least_one, non_negative, positive, Stage, StageOutcome, Tunable, TuneRange};
-use crate::objective::SmoothMaxName;
 use crate::optimize::{Budget, Parameterisation};
 use crate::problems::Problem;
 use serde::{Deserialize, Serialize};
@@ -116,15 +115,13 @@ impl Refine {
         let floor = self
             .beta_floor
             .unwrap_or_else(|| problem.beta_floor_after_resample());
-        Lbfgs {
-            parameterisation: self
-                .parameterisation
-                .unwrap_or_else(|| problem.default_parameterisation()),
-            smooth_max: SmoothMaxName::LogSumExp,
-            betas: beta_ladder(floor, self.beta_ceiling, self.beta_step),
-            history: self.history,
-            iterations: self.iterations,
-        }
+        Lbfgs::log_sum_exp(
+            problem,
+            self.parameterisation,
+            beta_ladder(floor, self.beta_ceiling, self.beta_step),
+            self.history,
+            self.iterations,
+        )
     }
 }
 
