@@ -1,6 +1,6 @@
 //! `milo evolve` end to end on a tiny generated suite: a run killed with SIGKILL and resumed
 //! has the same lineage as an uninterrupted run with the same seed, with no lost or duplicated
-//! nodes; `milo lineage --json` reads it back.
+//! nodes, discoveries promoted to starts included; `milo lineage --json` reads it back.
 
 mod common;
 
@@ -59,6 +59,9 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
         "5",
         "--patience",
         "1",
+        "--tasks-per-round",
+        "4",
+        "--promote-discoveries",
     ];
     let whole = dir.path().join("whole");
     let mut args = vec![
@@ -138,7 +141,7 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
         .filter(|r| r["record"] == "node")
         .flat_map(|r| {
             let mut ends = Vec::new();
-            for key in ["evaluation", "validation"] {
+            for key in ["evaluation", "parent_evaluation", "validation"] {
                 for t in r[key]["tasks"].as_array().into_iter().flatten() {
                     ends.push(t["end_exact"].as_str().unwrap().to_string());
                 }
@@ -159,6 +162,76 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
         serde_json::from_str(&std::fs::read_to_string(whole.join("best.provenance.json")).unwrap())
             .unwrap();
     assert_eq!(provenance["score_exact"], best_end.as_str());
+}
+
+/// A round's promotions: slot → exact score of the promoted start.
+fn promotions(records: &[Value], round: u64) -> Vec<(String, String)> {
+    records
+        .iter()
+        .filter(|r| r["record"] == "event" && r["round"] == round)
+        .filter(|r| r["move"]["kind"] == "promote")
+        .map(|r| {
+            let m = &r["move"];
+            (
+                m["slot"].as_str().unwrap().into(),
+                m["exact"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn promoted_discoveries_are_the_next_rounds_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let run_dir = dir.path().join("run");
+    let run = milo(&[
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--islands",
+        "1",
+        "--rounds",
+        "2",
+        "--tasks-per-round",
+        "4",
+        "--promote-discoveries",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = comparable_records(&run_dir);
+    let tasks_of = |round: u64| -> Vec<Value> {
+        records
+            .iter()
+            .filter(|r| r["record"] == "node" && r["round"] == round)
+            .flat_map(|r| r["evaluation"]["tasks"].as_array().unwrap().clone())
+            .collect()
+    };
+    // The unoptimized tiny starts always improve: round 0 promotes both search slots, each to
+    // the best end score any of its round-0 tasks reached.
+    let promoted = promotions(&records, 0);
+    assert_eq!(promoted.len(), 2, "{promoted:?}");
+    let round0 = tasks_of(0);
+    for (slot, exact) in &promoted {
+        let best = round0
+            .iter()
+            .filter(|t| t["task"].as_str().unwrap().starts_with(&format!("{slot}/")))
+            .map(|t| t["end_exact"].as_str().unwrap().parse::<f64>().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(exact.parse::<f64>().unwrap(), best, "{slot}");
+        assert!(run_dir.join("starts").read_dir().unwrap().count() >= 2);
+        // Every round-1 task of the slot starts from it, with fresh seeds.
+        let round1 = tasks_of(1);
+        let of_slot: Vec<&Value> = round1
+            .iter()
+            .filter(|t| t["task"].as_str().unwrap().starts_with(&format!("{slot}/")))
+            .collect();
+        assert!(!of_slot.is_empty());
+        for t in of_slot {
+            assert_eq!(&t["start_exact"], exact.as_str(), "{slot}");
+        }
+    }
 }
 
 #[test]

@@ -80,7 +80,7 @@ pub fn within_budget<'a>(evaluations: impl Iterator<Item = &'a Evaluation>, budg
     let mut cpu = 0.0;
     evaluations
         .take_while(|e| {
-            cpu += e.cpu_seconds();
+            cpu += e.spent_cpu_seconds();
             cpu <= budget
         })
         .count()
@@ -103,7 +103,7 @@ pub fn summarise(
     let mut curve = Vec::with_capacity(steps.len());
     let mut at_budget = start;
     for (i, step) in steps.iter().enumerate() {
-        cpu += step.evaluation.cpu_seconds();
+        cpu += step.evaluation.spent_cpu_seconds();
         if let Some(found) = best_of(step.evaluation.tasks.iter(), direction, false) {
             if direction.better(&found.1, &best.1) || best.1.is_nan() {
                 best = found;

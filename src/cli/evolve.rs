@@ -5,7 +5,9 @@ use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
-use crate::search::lineage::{EventRecord, FailureRecord, NodeRecord, RunConfig, LINEAGE_FILE};
+use crate::search::lineage::{
+    EventRecord, FailureRecord, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+};
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::search::state::SearchState;
@@ -62,9 +64,17 @@ pub struct EvolveArgs {
     /// Where task evaluations run (`local-threads`: this process, `--jobs` threads).
     #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
     executor: String,
+    /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
+    /// with seeds fresh to every round.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
+    tasks_per_round: usize,
+    /// Promote each slot's best construction of a round to the slot's start for the rounds after
+    /// (a record campaign's setting; off: every task starts from the suite's frozen start).
+    #[arg(long)]
+    promote_discoveries: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "tasks_per_round", "promote_discoveries"])]
     resume: Option<PathBuf>,
 }
 
@@ -79,12 +89,17 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         None => start(args, cancel)?,
     };
     eprintln!(
-        "milo: evolving harnesses on suite '{}' ({}; {} search / {} validation tasks) in {}; \
-         Ctrl-C stops after recording the last finished step, --resume {} continues",
+        "milo: evolving harnesses on suite '{}' ({}; {} search tasks per round, {} validation \
+         tasks{}) in {}; Ctrl-C stops after recording the last finished step, --resume {} continues",
         search.suite().name,
         search.suite().problem.slug(),
-        search.suite().search_tasks().count(),
-        search.suite().validation_tasks().count(),
+        search.config().tasks_per_round,
+        search.validation_tasks().len(),
+        if search.config().promote_discoveries {
+            ", discoveries promoted to starts"
+        } else {
+            ""
+        },
         search.dir().display(),
         search.dir().display(),
     );
@@ -100,6 +115,11 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
     }
     if args.attempts == 0 {
         return Err(MiloError::Usage("--attempts must be at least 1".into()));
+    }
+    if args.tasks_per_round == 0 {
+        return Err(MiloError::Usage(
+            "--tasks-per-round must be at least 1".into(),
+        ));
     }
     if let Some(h) = args.hours {
         if !(h.is_finite() && h > 0.0) {
@@ -137,6 +157,8 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         executor: args.executor.clone(),
         cpu_seconds: None,
         components: Default::default(),
+        tasks_per_round: args.tasks_per_round,
+        promote_discoveries: args.promote_discoveries,
     };
     Search::start(&dir, config, args.jobs, cancel)
 }

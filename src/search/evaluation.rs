@@ -20,6 +20,7 @@ use crate::runner::derive_seed;
 use crate::suite::{Split, Task};
 use num_rational::BigRational;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::time::Instant;
 
 /// How the quality of a harness aggregates its per-task gains.
@@ -87,6 +88,10 @@ pub struct TaskResult {
     pub edits: Vec<String>,
     /// The program that produced the best attempt's construction, as TOML, when it improved.
     pub best_program: Option<String>,
+    /// Content address of the best attempt's construction when the search saved it as a
+    /// candidate start (`starts/<hash>.json`; see [`super::promotion`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub construction: Option<String>,
 }
 
 /// A harness's evaluation on a set of tasks.
@@ -98,6 +103,10 @@ pub struct Evaluation {
     pub fitness: Fitness,
     /// Per-task gains (the behavioural descriptor).
     pub gains: Vec<f64>,
+    /// Whether this is an earlier evaluation reused from the lineage (same harness, same
+    /// tasks): its CPU seconds were spent once and are not charged again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
 }
 
 /// A task's best exactly verified improvement over its start under one evaluation.
@@ -105,6 +114,8 @@ pub struct Evaluation {
 pub struct Discovery {
     /// The task it came from.
     pub task: String,
+    /// The file of the task's start (a suite start, or a promoted one under the run directory).
+    pub start: std::path::PathBuf,
     /// The attempt's seed.
     pub seed: u64,
     /// The program that made it (TOML).
@@ -124,9 +135,17 @@ pub struct WriterFailure {
     pub error: crate::error::MiloError,
 }
 
-/// The seed of attempt `attempt` on `task`: the same for every harness (common random numbers).
+/// The seed of attempt `attempt` on `task`: the same for every harness (common random numbers),
+/// keyed on the task's seed, its start and its parent program, so tasks that share a seed but
+/// not a start or a program draw different edits.
 pub fn attempt_seed(task: &Task, attempt: usize) -> u64 {
-    derive_seed(task.seed, attempt as u64)
+    let mut hasher = Sha256::new();
+    hasher.update(task.start.sha256.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(task.program.to_toml().as_bytes());
+    let digest = hasher.finalize();
+    let key = u64::from_le_bytes(digest[..8].try_into().expect("a sha256 has 32 bytes"));
+    derive_seed(derive_seed(task.seed, key), attempt as u64)
 }
 
 /// Gain of `end` over `start` in units of the problem's `min_improvement` (0 if not better).
@@ -206,6 +225,7 @@ pub fn evaluate(
         if best.improved {
             discoveries.push(Discovery {
                 task: task.id.clone(),
+                start: task.start.path.clone(),
                 seed: attempt_seed(task, *a),
                 program: best.best_program.to_toml(),
                 values: best.best.clone(),
@@ -229,6 +249,7 @@ pub fn evaluate(
                 .map(|r| format!("{:?}: {}", r.role, r.edits.join("; ")))
                 .collect(),
             best_program: best.improved.then(|| best.best_program.to_toml()),
+            construction: None,
         });
     }
     let wall = started.elapsed().as_secs_f64();
@@ -242,6 +263,15 @@ impl Evaluation {
     /// CPU seconds its tasks took: what a benchmark's CPU budget counts.
     pub fn cpu_seconds(&self) -> f64 {
         self.tasks.iter().map(|t| t.cpu_seconds).sum()
+    }
+
+    /// CPU seconds this evaluation spent (0 when it was reused from the lineage).
+    pub fn spent_cpu_seconds(&self) -> f64 {
+        if self.reused {
+            0.0
+        } else {
+            self.cpu_seconds()
+        }
     }
 
     /// The evaluation restricted to the tasks `ids` (in that order; unknown ids are skipped),
@@ -279,5 +309,6 @@ fn summarise(tasks: Vec<TaskResult>, quality: Quality, cost: CostMeasure, wall: 
             latency,
         },
         gains,
+        reused: false,
     }
 }

@@ -19,9 +19,11 @@ use serde::{Deserialize, Serialize};
 pub struct Fitness {
     /// Gain in units of the problem's `min_improvement` (maximised; 0 = never improves).
     pub quality: f64,
-    /// CPU seconds (minimised).
+    /// Summed over tasks, in the run's [`super::evaluation::CostMeasure`]: CPU seconds, or
+    /// millions of cell-evaluations (minimised).
     pub cost: f64,
-    /// Wall seconds (minimised).
+    /// Wall seconds of the evaluation, or the largest task's millions of cell-evaluations
+    /// (minimised).
     pub latency: f64,
 }
 
@@ -50,12 +52,11 @@ impl Fitness {
 /// How far beyond the worst cost and latency seen the reference point lies (see [`reference_for`]).
 pub const REFERENCE_SLACK: f64 = 2.0;
 
-/// The reference point for an island, computed once from its seed evaluations and then kept.
+/// The reference point of the points compared (adaptive: it moves with them).
 ///
 /// Quality 0: a harness that never improves a task contributes nothing. Cost and latency:
-/// [`REFERENCE_SLACK`] times the largest finite value seen, so a child up to twice as expensive
-/// or slow as the worst seed can still be admitted and anything slower cannot, however good.
-/// When no positive finite value is seen (no points, all zero) the bound is 1 second.
+/// [`REFERENCE_SLACK`] times the largest finite value among the points, so every point compared
+/// spans a box. When no positive finite value is seen (no points, all zero) the bound is 1.
 pub fn reference_for(points: &[Fitness]) -> Fitness {
     let bound = |value: fn(&Fitness) -> f64| {
         let max = points

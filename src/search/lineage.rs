@@ -56,6 +56,21 @@ pub struct RunConfig {
     /// Which of MILO's components are on (all, unless a benchmark ablates some).
     #[serde(default)]
     pub components: Components,
+    /// Search tasks per harness per round: the suite's search slots in turn, each with a fresh
+    /// seed every round (absent in older lineages: [`DEFAULT_TASKS_PER_ROUND`]).
+    #[serde(default = "default_tasks_per_round")]
+    pub tasks_per_round: usize,
+    /// Whether the best construction found on a slot in a round becomes the slot's start for
+    /// the rounds after (a curriculum move recorded in the lineage; off: the method as published).
+    #[serde(default)]
+    pub promote_discoveries: bool,
+}
+
+/// Search tasks per harness per round unless a run says otherwise.
+pub const DEFAULT_TASKS_PER_ROUND: usize = 8;
+
+fn default_tasks_per_round() -> usize {
+    DEFAULT_TASKS_PER_ROUND
 }
 
 fn default_orchestrator() -> String {
@@ -94,6 +109,9 @@ pub struct Components {
     pub memory: bool,
     /// Whether the orchestrator is consulted when islands stall.
     pub orchestrator: bool,
+    /// Whether mutators evolve harnesses (off: every island re-evaluates its seed harness each
+    /// round, so only the program archive and promoted starts move — `milo-frozen`).
+    pub harness_evolution: bool,
 }
 
 impl Default for Components {
@@ -102,6 +120,7 @@ impl Default for Components {
             parent_choice: ParentChoice::Pareto,
             memory: true,
             orchestrator: true,
+            harness_evolution: true,
         }
     }
 }
@@ -129,6 +148,10 @@ pub struct NodeRecord {
     pub evidence: Vec<String>,
     /// Evaluation on the search tasks.
     pub evaluation: Evaluation,
+    /// The parent's evaluation on the same tasks and seeds (what admission compares the child
+    /// with; absent for seed nodes and in older lineages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_evaluation: Option<Evaluation>,
     /// Admission verdict with its reason.
     pub verdict: Verdict,
     /// Evaluation on the validation tasks, when this node became its island's best.
@@ -174,21 +197,33 @@ pub enum Move {
         /// The new island's mutator.
         mutator: String,
     },
-    /// Replace the search tasks with high-regret ones.
+    /// Replace the search slots with high-regret ones.
     Curriculum {
-        /// The new search task ids.
+        /// The new search slot ids.
         tasks: Vec<String>,
+    },
+    /// A slot's best construction of a round becomes its start (`--promote-discoveries`).
+    Promote {
+        /// The slot (`<start label>/<program name>`).
+        slot: String,
+        /// Content address of the construction (`starts/<hash>.json` in the run directory).
+        start: String,
+        /// Its exact score (40 significant digits).
+        exact: String,
+        /// The node whose evaluation found it.
+        node: String,
     },
 }
 
 impl Move {
-    /// The move's kind as a word (`reassign`, `graft`, `speciate`, `curriculum`).
+    /// The move's kind as a word (`reassign`, `graft`, `speciate`, `curriculum`, `promote`).
     pub fn kind(&self) -> &'static str {
         match self {
             Move::Reassign { .. } => "reassign",
             Move::Graft { .. } => "graft",
             Move::Speciate { .. } => "speciate",
             Move::Curriculum { .. } => "curriculum",
+            Move::Promote { .. } => "promote",
         }
     }
 }
@@ -338,6 +373,8 @@ mod tests {
             executor: "local-threads".into(),
             cpu_seconds: None,
             components: Components::default(),
+            tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+            promote_discoveries: false,
         }
     }
 

@@ -1,13 +1,13 @@
-//! The search's state, rebuilt from lineage records: islands, their admitted sets, reference
-//! points, validation progress and stall counters, the rejected harnesses, the current search
-//! tasks. [`SearchState::apply`] is the only way it changes, so a live run and a resumed run
+//! The search's state, rebuilt from lineage records: islands, their admitted sets, validation
+//! progress and stall counters, the rejected harnesses, the current search slots and promoted
+//! starts. [`SearchState::apply`] is the only way it changes, so a live run and a resumed run
 //! (replaying `lineage.jsonl`) reach the same state.
 
-use super::hypervolume::{reference_for, Fitness};
+use super::evaluation::Evaluation;
 use super::lineage::{EventRecord, FailureRecord, LineageRecord, Move, NodeRecord, RunConfig};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// One island: a tree of harnesses with its own mutator, admitted set and reference point.
+/// One island: a tree of harnesses with its own mutator and admitted set.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Island {
     /// Index of the island.
@@ -18,8 +18,6 @@ pub struct Island {
     pub members: Vec<String>,
     /// The admitted node ids (a speciated island starts with the moved subtree).
     pub admitted: Vec<String>,
-    /// Reference point for the hypervolume, fixed from the island's seed evaluation.
-    pub reference: Option<Fitness>,
     /// Best validation quality of the island's best so far (−∞ before the first).
     pub best_validation: f64,
     /// Rounds since `best_validation` last improved.
@@ -36,7 +34,6 @@ impl Island {
             mutator,
             members: Vec::new(),
             admitted: Vec::new(),
-            reference: None,
             best_validation: f64::NEG_INFINITY,
             stalled_rounds: 0,
             co_parent: None,
@@ -58,13 +55,17 @@ pub struct SearchState {
     pub failures: Vec<FailureRecord>,
     /// The islands.
     pub islands: Vec<Island>,
-    /// The search task ids after a curriculum move (None: the suite's search tasks).
-    pub search_tasks: Option<Vec<String>>,
+    /// The search slot ids after a curriculum move (None: the suite's search slots).
+    pub search_slots: Option<Vec<String>>,
     /// The last finished round.
     pub rounds_done: usize,
     /// Content hashes of every rejected harness.
     pub rejected: HashSet<String>,
+    /// Each promoted slot's current start: slot id → content address (`--promote-discoveries`).
+    pub promoted: BTreeMap<String, String>,
     index: HashMap<String, usize>,
+    /// Node id → index of the latest node that re-evaluated it as a parent.
+    reevaluated: HashMap<String, usize>,
 }
 
 impl SearchState {
@@ -104,6 +105,9 @@ impl SearchState {
     }
 
     fn add_node(&mut self, node: &NodeRecord) {
+        if let (Some(parent), Some(_)) = (node.parents.first(), &node.parent_evaluation) {
+            self.reevaluated.insert(parent.clone(), self.nodes.len());
+        }
         self.index.insert(node.id.clone(), self.nodes.len());
         self.nodes.push(node.clone());
         if !node.admitted() {
@@ -115,9 +119,6 @@ impl SearchState {
         island.members.push(node.id.clone());
         if node.admitted() {
             island.admitted.push(node.id.clone());
-        }
-        if node.round == 0 && island.reference.is_none() {
-            island.reference = Some(reference_for(&[node.evaluation.fitness]));
         }
         if let Some(validation) = &node.validation {
             if validation.fitness.quality > island.best_validation {
@@ -149,13 +150,11 @@ impl SearchState {
                 nodes,
                 mutator,
             } => {
-                let reference = self.islands.get(*from).and_then(|i| i.reference);
                 if let Some(source) = self.islands.get_mut(*from) {
                     source.admitted.retain(|id| !nodes.contains(id));
                     source.stalled_rounds = 0;
                 }
                 let mut island = Island::new(self.islands.len(), mutator.clone());
-                island.reference = reference;
                 island.admitted = nodes.clone();
                 island.members = nodes.clone();
                 island.best_validation = nodes
@@ -166,10 +165,13 @@ impl SearchState {
                 self.islands.push(island);
             }
             Move::Curriculum { tasks } => {
-                self.search_tasks = Some(tasks.clone());
+                self.search_slots = Some(tasks.clone());
                 for island in &mut self.islands {
                     island.stalled_rounds = 0;
                 }
+            }
+            Move::Promote { slot, start, .. } => {
+                self.promoted.insert(slot.clone(), start.clone());
             }
         }
         self.events.push(event.clone());
@@ -212,10 +214,24 @@ impl SearchState {
         })
     }
 
-    /// CPU seconds the search tasks took, over all nodes (validation not included): what a
-    /// benchmark's CPU budget counts.
+    /// CPU seconds the search tasks took, over all nodes and their parents' re-evaluations
+    /// (validation not included, reused evaluations counted once): what a benchmark's CPU
+    /// budget counts.
     pub fn search_cpu_seconds(&self) -> f64 {
-        self.nodes.iter().map(|n| n.evaluation.cpu_seconds()).sum()
+        self.nodes
+            .iter()
+            .flat_map(super::archive::search_evaluations)
+            .map(Evaluation::spent_cpu_seconds)
+            .sum()
+    }
+
+    /// A node's latest search evaluation: its re-evaluation as a parent in the latest round it
+    /// was one, else its own.
+    pub fn latest_evaluation(&self, id: &str) -> Option<&Evaluation> {
+        match self.reevaluated.get(id) {
+            Some(&i) => self.nodes[i].parent_evaluation.as_ref(),
+            None => self.node(id).map(|n| &n.evaluation),
+        }
     }
 
     /// The id the next node gets.

@@ -240,6 +240,7 @@ mod tests {
                     latency: 1.0,
                 },
                 gains: vec![],
+                reused: false,
             },
             at: 0.0,
         }

@@ -104,7 +104,10 @@ impl BaselineLog {
 
     /// CPU seconds the search tasks took so far.
     pub fn cpu_seconds(&self) -> f64 {
-        self.steps.iter().map(|s| s.evaluation.cpu_seconds()).sum()
+        self.steps
+            .iter()
+            .map(|s| s.evaluation.spent_cpu_seconds())
+            .sum()
     }
 
     /// The step whose candidate is validated: the best by quality, then cost, of the steps

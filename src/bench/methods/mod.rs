@@ -4,8 +4,8 @@
 //! - [`best_of_n`]: the seed harnesses, resampled with fresh task seeds, no search;
 //! - [`alphaevolve`]: an AlphaEvolve/OpenEvolve-style search that evolves optimizer programs
 //!   directly with one fixed mutator, fixed islands, periodic migration, survivors only;
-//! - [`search`]: MILO and the variants with parts switched off: greedy refinement and the
-//!   ablation ladder A–E (`ladder-e` is full MILO, also called `milo`).
+//! - [`search`]: MILO and the variants with parts switched off: greedy refinement, the
+//!   ablation ladder A–E (`ladder-e` is full MILO, also called `milo`) and `milo-frozen`.
 //!
 //! A method runs in its own directory and resumes from its records there.
 
@@ -92,7 +92,7 @@ pub trait Method: Send + Sync {
 }
 
 /// Names of the built-in methods (`ladder-e` is also accepted as `milo`'s name).
-pub const NAMES: [&str; 8] = [
+pub const NAMES: [&str; 9] = [
     "best-of-n",
     "greedy",
     "alphaevolve",
@@ -101,6 +101,7 @@ pub const NAMES: [&str; 8] = [
     "ladder-c",
     "ladder-d",
     "milo",
+    "milo-frozen",
 ];
 
 /// The method called `name`.

@@ -8,12 +8,18 @@
 //! | `ladder-c` | 1 | evidence | Pareto/crowding | yes | no |
 //! | `ladder-d` | 3 | the pool | Pareto/crowding | yes | no |
 //! | `ladder-e` = `milo` | 3 | the pool | Pareto/crowding | yes | yes |
+//! | `milo-frozen` | 3 | none: the best seed harness every round | — | — | no |
+//!
+//! Every variant has the program archive and, with `--promote-discoveries`, promoted starts;
+//! `milo-frozen` isolates what evolving harnesses adds to them.
 
 use super::super::trajectory::{Trajectory, TrajectoryStep};
 use super::{Method, RunContext};
 use crate::error::Result;
 use crate::search::evolve::{Search, SearchObserver, Stop};
-use crate::search::lineage::{Components, ParentChoice, RunConfig, LINEAGE_FILE};
+use crate::search::lineage::{
+    Components, ParentChoice, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+};
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 
@@ -37,6 +43,7 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
         parent_choice,
         memory,
         orchestrator: false,
+        harness_evolution: true,
     };
     let (name, islands, mutators, components) = match name {
         "greedy" => ("greedy", 1, vec!["evidence"], off(ParentChoice::Best, true)),
@@ -69,6 +76,16 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
             ISLANDS,
             mutators::NAMES.to_vec(),
             Components::default(),
+        ),
+        "milo-frozen" => (
+            "milo-frozen",
+            ISLANDS,
+            mutators::NAMES.to_vec(),
+            Components {
+                harness_evolution: false,
+                orchestrator: false,
+                ..Components::default()
+            },
         ),
         _ => return None,
     };
@@ -111,20 +128,34 @@ impl Method for SearchVariant {
                 executor: EXECUTORS[0].into(),
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
+                tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+                promote_discoveries: false,
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };
         if search.run(&mut Quiet)? == Stop::Interrupted {
             return Ok(None);
         }
+        // A node's parent re-evaluation is work of the run too: a step before the node's.
         let steps = search
             .state()
             .nodes
             .iter()
-            .map(|node| TrajectoryStep {
-                evaluation: node.evaluation.clone(),
-                validation: node.validation.clone(),
-                at: node.at,
+            .flat_map(|node| {
+                let parent = node
+                    .parent_evaluation
+                    .clone()
+                    .map(|evaluation| TrajectoryStep {
+                        evaluation,
+                        validation: None,
+                        at: node.at,
+                    });
+                let own = TrajectoryStep {
+                    evaluation: node.evaluation.clone(),
+                    validation: node.validation.clone(),
+                    at: node.at,
+                };
+                parent.into_iter().chain(std::iter::once(own))
             })
             .collect();
         Ok(Some(Trajectory {

@@ -1,7 +1,12 @@
 //! The MILO loop: seed every island, then round after round step each island (select a parent,
-//! mutate, evaluate, admit or reject, record, validate the island's best), consult the
+//! mutate, evaluate parent and child on the round's tasks, admit or reject, record, validate the
+//! island's best), promote the round's best constructions (`--promote-discoveries`), consult the
 //! orchestrator when an island stalls, and keep the best construction (`best.json`) and every new
 //! best beyond the suite's record (`discoveries/`).
+//!
+//! The work compounds at round boundaries: a round's tasks ([`crate::search::round_tasks`]) run
+//! each slot's best program so far ([`crate::search::archive`]) from its current start
+//! ([`crate::search::promotion`]), with seeds fresh to the round.
 //!
 //! The search is assembled from [`Parts`] chosen by name in the run's settings (see
 //! [`super::parts`]). All randomness derives from the run's seed, the round and the island, and
@@ -14,8 +19,10 @@
 //!
 //! - this file: the run (start, resume, rounds, stopping, the orchestrator's consultation);
 //! - `step.rs`: one island's step and an island's seed node;
+//! - `compounding.rs`: a round's tasks, candidate starts, promotions;
 //! - `outputs.rs`: `best.json` and `discoveries/`.
 
+mod compounding;
 mod outputs;
 mod step;
 #[cfg(test)]
@@ -25,19 +32,22 @@ pub use outputs::BEST_FILE;
 
 use super::evaluation::{CostMeasure, Discovery};
 use super::lineage::{
-    EventRecord, FailureRecord, LineageRecord, LineageStore, NodeRecord, RunConfig,
+    EventRecord, FailureRecord, LineageRecord, LineageStore, Move, NodeRecord, RunConfig,
 };
 use super::orchestrator::should_consult;
 use super::parts::{create_store, open_store, Parts};
+use super::promotion;
+use super::round_tasks::{self, Slot};
 use super::state::SearchState;
 use crate::cancel::CancelToken;
 use crate::construction::read_values;
 use crate::error::Result;
 use crate::harness::Harness;
-use crate::suite::Suite;
+use crate::suite::{Start, Suite, Task};
 use num_rational::BigRational;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Hooks for a live display; every method has an empty default.
@@ -79,6 +89,14 @@ pub struct Search {
     started: Instant,
     /// Exact score of `best.json`, the best construction the run has produced.
     best: Option<BigRational>,
+    /// The suite's search slots.
+    slots: Vec<Slot>,
+    /// The run's validation tasks (fixed for the run).
+    validation: Vec<Task>,
+    /// Promoted starts read so far, by content address.
+    starts: HashMap<String, Arc<Start>>,
+    /// The tasks of the round last asked for.
+    round_tasks: Option<(usize, Vec<Task>)>,
 }
 
 impl Search {
@@ -138,6 +156,19 @@ impl Search {
                 harnesses.insert(node.harness.clone(), store.harness(&node.harness)?);
             }
         }
+        let config = state
+            .config
+            .as_ref()
+            .expect("a run starts with its settings");
+        let slots = round_tasks::slots(suite.search_tasks());
+        let held_out = round_tasks::slots(suite.validation_tasks());
+        let validation =
+            round_tasks::validation_tasks(&held_out, config.seed, config.tasks_per_round);
+        let mut starts = HashMap::new();
+        for (slot, hash) in &state.promoted {
+            let start = promotion::load(dir, hash, slot, suite.problem.as_ref())?;
+            starts.insert(hash.clone(), Arc::new(start));
+        }
         Ok(Search {
             suite,
             dir: dir.to_path_buf(),
@@ -148,6 +179,10 @@ impl Search {
             cancel,
             started: Instant::now(),
             best,
+            slots,
+            validation,
+            starts,
+            round_tasks: None,
         })
     }
 
@@ -166,11 +201,17 @@ impl Search {
         &self.dir
     }
 
-    fn config(&self) -> &RunConfig {
+    /// The run's settings.
+    pub fn config(&self) -> &RunConfig {
         self.state
             .config
             .as_ref()
             .expect("a run starts with its settings")
+    }
+
+    /// The run's validation tasks (held-out starts, seeds of their own, fixed for the run).
+    pub fn validation_tasks(&self) -> &[Task] {
+        &self.validation
     }
 
     /// Runs rounds until the configured rounds or hours are used up, or the run is cancelled.
@@ -184,6 +225,7 @@ impl Search {
             }
         }
         loop {
+            self.promote(self.state.rounds_done, observer)?;
             self.consult_if_due(observer)?;
             let round = self.state.rounds_done + 1;
             if let Some(stop) = self.should_stop() {
@@ -208,13 +250,17 @@ impl Search {
     fn consult_if_due(&mut self, observer: &mut dyn SearchObserver) -> Result<()> {
         let round = self.state.rounds_done;
         let patience = self.config().patience;
-        let consulted = self.state.events.iter().any(|e| e.round == round);
+        let consulted = self
+            .state
+            .events
+            .iter()
+            .any(|e| e.round == round && !matches!(e.action, Move::Promote { .. }));
         let off = !self.config().components.orchestrator;
         if off || round == 0 || consulted || !should_consult(&self.state, patience) {
             return Ok(());
         }
         let names: Vec<&str> = self.parts.mutators.iter().map(|m| m.name()).collect();
-        let all: Vec<String> = self.suite.search_tasks().map(|t| t.id.clone()).collect();
+        let all: Vec<String> = self.slots.iter().map(|s| s.id.clone()).collect();
         let events = self
             .parts
             .orchestrator

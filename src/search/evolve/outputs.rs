@@ -56,14 +56,13 @@ impl Search {
         node: &str,
     ) -> Result<()> {
         crate::construction::write_values(path, &d.values)?;
-        let start = self.suite.task(&d.task).map(|t| t.start.path.clone());
         let provenance = serde_json::json!({
             "problem": self.suite.problem.slug(),
             "score_exact": decimal_string(&d.exact, 40),
             "record": decimal_string(&self.suite.record, 40),
             "beats_record": self.suite.problem.spec().direction.better(&d.exact, &self.suite.record),
             "task": d.task,
-            "start": start,
+            "start": d.start,
             "seed": d.seed,
             "node": node,
             "harness": harness,

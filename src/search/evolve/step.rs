@@ -12,8 +12,9 @@ use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, Writer
 use crate::search::hypervolume::Fitness;
 use crate::search::lineage::{FailureRecord, LineageRecord, NodeRecord, ParentChoice};
 use crate::search::mutators::MutationContext;
+use crate::search::round_tasks::slot_gains;
 use crate::search::selection::{select_parent, MemberScores, SelectionParams};
-use crate::suite::Task;
+use crate::suite::{Split, Task};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
@@ -33,14 +34,6 @@ enum Evaluated {
 }
 
 impl Search {
-    /// The current search tasks (the suite's, or a curriculum's).
-    fn search_tasks(&self) -> Vec<&Task> {
-        match &self.state.search_tasks {
-            Some(ids) => ids.iter().filter_map(|id| self.suite.task(id)).collect(),
-            None => self.suite.search_tasks().collect(),
-        }
-    }
-
     fn task_ids(tasks: &[&Task]) -> Vec<String> {
         tasks.iter().map(|t| t.id.clone()).collect()
     }
@@ -68,14 +61,14 @@ impl Search {
         programs
     }
 
-    /// Evaluates `harness` on `tasks` with the run's writer through the executor, saving
-    /// discoveries; reuses an identical earlier evaluation (same harness, same tasks) from the
-    /// lineage.
+    /// Evaluates `harness` on `tasks` (of `round`) with the run's writer through the executor,
+    /// saving discoveries and candidate starts; reuses an identical earlier evaluation (same
+    /// harness, same tasks) from the lineage, marked as reused.
     fn evaluate(
         &mut self,
         harness: &Harness,
         tasks: &[&Task],
-        island: usize,
+        (island, round): (usize, usize),
         node: &str,
         observer: &mut dyn SearchObserver,
     ) -> Result<Evaluated> {
@@ -93,7 +86,8 @@ impl Search {
                     .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
                     .cloned()
             });
-        if let Some(known) = known {
+        if let Some(mut known) = known {
+            known.reused = true;
             return Ok(Evaluated::Done(known));
         }
         let library = self.library(island);
@@ -113,10 +107,13 @@ impl Search {
             &settings,
             &self.cancel,
         )?;
-        let (evaluation, improvements) = match evaluated {
+        let (mut evaluation, improvements) = match evaluated {
             Ok(done) => done,
             Err(failure) => return Ok(Evaluated::Failed(failure)),
         };
+        if tasks.iter().all(|t| t.split == Split::Search) {
+            self.save_candidate_starts(round, &mut evaluation, &improvements)?;
+        }
         let direction = self.suite.problem.spec().direction;
         for improvement in &improvements {
             let new_best = self
@@ -138,16 +135,17 @@ impl Search {
         })
     }
 
+    /// Evaluates `harness` on the run's validation tasks (held-out starts and seeds).
     fn validate(
         &mut self,
         harness: &Harness,
-        island: usize,
+        (island, round): (usize, usize),
         node: &str,
         observer: &mut dyn SearchObserver,
     ) -> Result<Evaluated> {
-        let tasks: Vec<Task> = self.suite.validation_tasks().cloned().collect();
+        let tasks = self.validation.clone();
         let refs: Vec<&Task> = tasks.iter().collect();
-        self.evaluate(harness, &refs, island, node, observer)
+        self.evaluate(harness, &refs, (island, round), node, observer)
     }
 
     /// Records a part's failure in island `island`'s step of `round` (the island skips it).
@@ -203,14 +201,13 @@ impl Search {
         let seeds = seed_harnesses();
         let harness = seeds[island % seeds.len()].clone();
         let id = self.state.next_node_id();
-        let tasks = self.search_tasks();
-        let tasks: Vec<Task> = tasks.into_iter().cloned().collect();
+        let tasks = self.tasks_of_round(0);
         let refs: Vec<&Task> = tasks.iter().collect();
-        let outcome = self.evaluate(&harness, &refs, island, &id, observer)?;
+        let outcome = self.evaluate(&harness, &refs, (island, 0), &id, observer)?;
         let Some(evaluation) = self.finished(outcome, 0, island, observer)? else {
             return Ok(());
         };
-        let outcome = self.validate(&harness, island, &id, observer)?;
+        let outcome = self.validate(&harness, (island, 0), &id, observer)?;
         let Some(validation) = self.finished(outcome, 0, island, observer)? else {
             return Ok(());
         };
@@ -225,6 +222,7 @@ impl Search {
             edit: String::new(),
             evidence: vec!["seed harness".into()],
             evaluation,
+            parent_evaluation: None,
             verdict: Verdict {
                 admitted: true,
                 hypervolume_before: 0.0,
@@ -240,7 +238,8 @@ impl Search {
         Ok(())
     }
 
-    /// One round of one island: select, mutate, evaluate, admit, record, validate.
+    /// One round of one island: select, mutate, evaluate parent and child on the round's
+    /// tasks, admit, record, validate.
     pub(super) fn step(
         &mut self,
         island: usize,
@@ -252,13 +251,15 @@ impl Search {
             derive_seed(config.seed, round as u64),
             island as u64,
         ));
-        let tasks: Vec<Task> = self.search_tasks().into_iter().cloned().collect();
+        let tasks = self.tasks_of_round(round);
         let refs: Vec<&Task> = tasks.iter().collect();
-        let ids = Self::task_ids(&refs);
+        let slot_ids: Vec<String> = self.current_slots().iter().map(|s| s.id.clone()).collect();
         let view = |n: &NodeRecord| {
-            // What mutators and selection see: search-task results only, never validation.
+            // What mutators and selection see: the latest search evaluation, never validation.
             let mut n = n.clone();
-            n.evaluation = n.evaluation.restricted(&ids, config.quality, config.cost);
+            if let Some(latest) = self.state.latest_evaluation(&n.id) {
+                n.evaluation = latest.clone();
+            }
             n.validation = None;
             n
         };
@@ -270,16 +271,20 @@ impl Search {
             .iter()
             .map(|n| MemberScores {
                 fitness: n.evaluation.fitness,
-                gains: n.evaluation.gains.clone(),
+                gains: slot_gains(&n.evaluation, &slot_ids),
             })
             .collect();
-        let parent = &admitted[match config.components.parent_choice {
+        let chosen = match config.components.parent_choice {
             ParentChoice::Pareto => {
                 select_parent(&candidates, &SelectionParams::default(), &mut rng)?
             }
             ParentChoice::Best => best_index(&candidates),
             ParentChoice::Uniform => rng.gen_range(0..candidates.len()),
-        }];
+        };
+        let parent = &admitted[chosen];
+        if !config.components.harness_evolution {
+            return self.frozen_step(island, round, &refs, observer);
+        }
         let co_parent = self.state.islands[island]
             .co_parent
             .as_ref()
@@ -323,11 +328,11 @@ impl Search {
         if let Some(co) = &co_parent {
             parents.push(co.id.clone());
         }
-        let parent_text = harness_of(parent).to_toml();
+        let parent_harness = harness_of(parent).clone();
         let child = proposal.harness;
         let id = self.state.next_node_id();
         let forbidden = self.forbidden_words();
-        let (evaluation, verdict) = match child.check_general(&forbidden) {
+        let (evaluation, parent_evaluation, verdict) = match child.check_general(&forbidden) {
             Err(reason) => (
                 Evaluation {
                     tasks: vec![],
@@ -337,7 +342,9 @@ impl Search {
                         latency: 0.0,
                     },
                     gains: vec![],
+                    reused: false,
                 },
+                None,
                 Verdict {
                     admitted: false,
                     hypervolume_before: 0.0,
@@ -346,27 +353,25 @@ impl Search {
                 },
             ),
             Ok(()) => {
-                let outcome = self.evaluate(&child, &refs, island, &id, observer)?;
+                let outcome =
+                    self.evaluate(&parent_harness, &refs, (island, round), &id, observer)?;
+                let Some(parent_evaluation) = self.finished(outcome, round, island, observer)?
+                else {
+                    return Ok(());
+                };
+                let outcome = self.evaluate(&child, &refs, (island, round), &id, observer)?;
                 let Some(evaluation) = self.finished(outcome, round, island, observer)? else {
                     return Ok(());
                 };
-                let front: Vec<_> = admitted
-                    .iter()
-                    .map(|n| (n.id.clone(), n.evaluation.fitness))
-                    .collect();
-                let reference = self.state.islands[island]
-                    .reference
-                    .unwrap_or(evaluation.fitness);
-                let verdict = admit(&front, evaluation.fitness, reference);
-                (evaluation, verdict)
+                let verdict = admit(&parent_evaluation, &evaluation, config.cost);
+                (evaluation, Some(parent_evaluation), verdict)
             }
         };
+        let best = best_index(&candidates);
         let becomes_best = verdict.admitted
-            && admitted
-                .iter()
-                .all(|n| outranks(&evaluation.fitness, &n.evaluation.fitness));
+            && (chosen == best || outranks(&evaluation.fitness, &candidates[best].fitness));
         let validation = if becomes_best {
-            let outcome = self.validate(&child, island, &id, observer)?;
+            let outcome = self.validate(&child, (island, round), &id, observer)?;
             let Some(validation) = self.finished(outcome, round, island, observer)? else {
                 return Ok(());
             };
@@ -382,14 +387,71 @@ impl Search {
             mutator: mutator_name,
             harness: self.store.put_harness(&child)?,
             name: child.name.clone(),
-            edit: diff(&parent_text, &child.to_toml()),
+            edit: diff(&parent_harness.to_toml(), &child.to_toml()),
             evidence: proposal.evidence,
             evaluation,
+            parent_evaluation,
             verdict,
             validation,
             at: Some(unix_seconds()),
         };
         self.harnesses.insert(node.harness.clone(), child);
+        self.record(LineageRecord::Node(Box::new(node.clone())))?;
+        observer.node(&self.state, &node);
+        Ok(())
+    }
+
+    /// A step with harness evolution off (`milo-frozen`): the best seed harness of the run runs
+    /// on the round's tasks, so only the program archive and the promoted starts move.
+    fn frozen_step(
+        &mut self,
+        island: usize,
+        round: usize,
+        tasks: &[&Task],
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
+        let Some(seed) = self
+            .state
+            .nodes
+            .iter()
+            .filter(|n| n.round == 0)
+            .reduce(
+                |a, b| match outranks(&b.evaluation.fitness, &a.evaluation.fitness) {
+                    true => b,
+                    false => a,
+                },
+            )
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let harness = self.harnesses[&seed.harness].clone();
+        let id = self.state.next_node_id();
+        let outcome = self.evaluate(&harness, tasks, (island, round), &id, observer)?;
+        let Some(evaluation) = self.finished(outcome, round, island, observer)? else {
+            return Ok(());
+        };
+        let node = NodeRecord {
+            id,
+            island,
+            round,
+            parents: vec![seed.id.clone()],
+            mutator: "frozen".into(),
+            harness: seed.harness.clone(),
+            name: harness.name.clone(),
+            edit: String::new(),
+            evidence: vec!["harness evolution off: the best seed harness again".into()],
+            evaluation,
+            parent_evaluation: None,
+            verdict: Verdict {
+                admitted: false,
+                hypervolume_before: 0.0,
+                hypervolume_after: 0.0,
+                reason: "harness evolution off".into(),
+            },
+            validation: None,
+            at: Some(unix_seconds()),
+        };
         self.record(LineageRecord::Node(Box::new(node.clone())))?;
         observer.node(&self.state, &node);
         Ok(())

@@ -8,7 +8,8 @@ use crate::agent::{Assignment, Attempt, OptimizerWriter};
 use crate::error::MiloError;
 use crate::executor::{AttemptTask, Executor, LocalThreads};
 use crate::problems::Direction;
-use crate::search::evaluation::{CostMeasure, Quality};
+use crate::program::Program;
+use crate::search::evaluation::{CostMeasure, Evaluation, Quality};
 use crate::search::lineage::{Components, ParentChoice};
 use crate::search::mutators::{MutationContext, MutationError, Mutator, Proposal};
 use crate::search::orchestrator::Orchestrator;
@@ -30,8 +31,8 @@ fn script(harness: &str) -> Result<(f64, f64)> {
     }
 }
 
-/// Returns the start with an exact score better by the scripted gain (not marked improved, so
-/// no construction is saved).
+/// Returns the start with an exact score better by the scripted gain, made by the parent program
+/// renamed `<parent>+<harness>` (so the archive's choice is visible in later rounds' programs).
 struct ScriptedWriter;
 
 impl OptimizerWriter for ScriptedWriter {
@@ -47,11 +48,13 @@ impl OptimizerWriter for ScriptedWriter {
             Direction::Minimize => task.start_exact - delta,
             Direction::Maximize => task.start_exact + delta,
         };
+        let mut program = task.parent.clone();
+        program.name = format!("{}+{}", program.name, harness.name);
         Ok(Attempt {
             best: task.start.to_vec(),
             best_exact,
-            improved: false,
-            best_program: task.parent.clone(),
+            improved: true,
+            best_program: program,
             evidence: vec![],
             runs: vec![],
             evaluations: 0,
@@ -62,8 +65,8 @@ impl OptimizerWriter for ScriptedWriter {
     }
 }
 
-/// One batch an executor ran: the harness's name and the task ids.
-type Batch = (String, Vec<String>);
+/// One batch an executor ran: the harness's name, the task ids, the parent programs' names.
+type Batch = (String, Vec<String>, Vec<String>);
 
 /// Local threads with the scripted writer, recording every batch.
 struct RecordingExecutor {
@@ -79,7 +82,14 @@ impl Executor for RecordingExecutor {
     fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>> {
         let harness = Harness::parse(&tasks[0].harness, Path::new("task")).unwrap();
         let ids = tasks.iter().map(|t| t.task.clone()).collect();
-        self.batches.lock().unwrap().push((harness.name, ids));
+        let programs = tasks
+            .iter()
+            .map(|t| Program::parse(&t.parent, Path::new("task")).unwrap().name)
+            .collect();
+        self.batches
+            .lock()
+            .unwrap()
+            .push((harness.name, ids, programs));
         self.inner.run(tasks, cancel)
     }
 }
@@ -141,7 +151,7 @@ impl Orchestrator for RecordingOrchestrator {
         round: usize,
         _patience: usize,
         _mutators: &[&str],
-        _all_search_tasks: &[String],
+        _all_search_slots: &[String],
     ) -> Vec<EventRecord> {
         self.calls.lock().unwrap().push(round);
         vec![]
@@ -182,7 +192,10 @@ fn run(
             parent_choice: ParentChoice::Best,
             memory: true,
             orchestrator: true,
+            harness_evolution: true,
         },
+        tasks_per_round: SEARCH_TASKS,
+        promote_discoveries: false,
     };
     let script = Script {
         batches: Arc::default(),
@@ -224,7 +237,19 @@ fn a_dominated_child_is_rejected_with_its_reason_and_a_better_one_admitted() {
     let worse = node(&search, "n0001");
     assert_eq!((worse.name.as_str(), worse.round), ("worse", 1));
     assert!(!worse.admitted());
-    assert_eq!(worse.verdict.reason, "dominated by node n0000");
+    assert!(
+        worse
+            .verdict
+            .reason
+            .starts_with("loses to its parent: mean gain over the parent -0.5000"),
+        "{}",
+        worse.verdict.reason
+    );
+    // The parent ran again on the child's tasks (common random numbers), fresh to round 1.
+    let again = worse.parent_evaluation.as_ref().unwrap();
+    let ids = |e: &Evaluation| e.tasks.iter().map(|t| t.task.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(again), ids(&worse.evaluation));
+    assert_ne!(ids(again), ids(&seed.evaluation));
     let better = node(&search, "n0002");
     assert_eq!((better.name.as_str(), better.round), ("better", 2));
     assert!(better.admitted(), "{}", better.verdict.reason);
@@ -253,11 +278,40 @@ fn the_selected_parent_is_used_and_validation_is_run_for_a_new_best_but_never_sh
         .lock()
         .unwrap()
         .iter()
-        .filter(|(_, ids)| ids.len() != SEARCH_TASKS)
-        .map(|(name, _)| name.clone())
+        .filter(|(_, ids, _)| ids.iter().all(|id| id.contains("/v")))
+        .map(|(name, _, _)| name.clone())
         .collect();
     let seed_name = node(&search, "n0000").name.clone();
     assert_eq!(validation_batches, [seed_name, "better".to_string()]);
+}
+
+#[test]
+fn a_rounds_parent_program_is_the_archives_best_from_the_rounds_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, script) = run(dir.path(), 2, vec![Ok("better"), Ok("after")]);
+    let batches = script.batches.lock().unwrap().clone();
+    let programs_of = |prefix: &str| -> Vec<String> {
+        let mut names: Vec<String> = batches
+            .iter()
+            .flat_map(|(_, ids, programs)| ids.iter().zip(programs))
+            .filter(|(id, _)| id.contains(prefix))
+            .map(|(_, p)| p.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    let suite_program = "third-default".to_string();
+    let seed = node(&search, "n0000").name.clone();
+    assert_eq!(programs_of("/r0k"), [suite_program.clone()]);
+    // Round 1 runs the seed's program (the only one in the archive).
+    let after_seed = format!("{suite_program}+{seed}");
+    assert_eq!(programs_of("/r1k"), [after_seed.clone()]);
+    // In round 1 the child `better` reached better scores than its parent's re-run, so round 2
+    // runs its program.
+    assert_eq!(programs_of("/r2k"), [format!("{after_seed}+better")]);
+    // Validation always runs the suite's program from the frozen starts.
+    assert_eq!(programs_of("/v"), [suite_program]);
 }
 
 #[test]

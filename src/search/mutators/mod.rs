@@ -432,6 +432,7 @@ pub(crate) mod fixtures {
                 evidence: evidence.get(i).map(|e| e.to_vec()).unwrap_or_default(),
                 edits: vec![],
                 best_program: None,
+                construction: None,
             })
             .collect();
         NodeRecord {
@@ -452,7 +453,9 @@ pub(crate) mod fixtures {
                 },
                 gains: gains.to_vec(),
                 tasks,
+                reused: false,
             },
+            parent_evaluation: None,
             verdict: Verdict {
                 admitted,
                 hypervolume_before: 0.0,

@@ -1,11 +1,12 @@
-//! Curriculum: the search tasks become the high-regret ones.
+//! Curriculum: the search slots become the high-regret ones.
 //!
 //! **Curriculum**: every island is stalled and their best qualities are equal (the same
-//! ceiling, possibly zero). Over all nodes' evaluations, each task's fraction of harnesses that
-//! improved it (gain > 0) is counted; the new search tasks are those with a fraction in
+//! ceiling, possibly zero). Over all nodes' evaluations, each slot's fraction of harnesses that
+//! improved it (mean gain > 0) is counted; the new search slots are those with a fraction in
 //! (0, ½] (improved by few, failed by most), or else those with the lowest positive fraction,
-//! topped up to at least two tasks by increasing positive fraction, then unimproved tasks.
-//! No move when no task was ever improved or the set equals the current one.
+//! topped up to at least two slots by increasing positive fraction, then unimproved slots.
+//! No move when no slot was ever improved or the set equals the current one. (A slot is a
+//! start × a program, see [`crate::search::round_tasks`]; the move is recorded as `tasks`.)
 
 use super::{gains, quality, same_quality, show};
 use crate::search::lineage::{EventRecord, Move};
@@ -18,7 +19,7 @@ pub(super) fn curriculum(
     state: &SearchState,
     round: usize,
     patience: usize,
-    all_search_tasks: &[String],
+    all_search_slots: &[String],
 ) -> Option<EventRecord> {
     if state.islands.is_empty() || state.islands.iter().any(|i| i.stalled_rounds < patience) {
         return None;
@@ -31,10 +32,10 @@ pub(super) fn curriculum(
         return None;
     }
     let current: Vec<String> = state
-        .search_tasks
+        .search_slots
         .clone()
-        .unwrap_or_else(|| all_search_tasks.to_vec());
-    let mut pool: Vec<&str> = all_search_tasks.iter().map(String::as_str).collect();
+        .unwrap_or_else(|| all_search_slots.to_vec());
+    let mut pool: Vec<&str> = all_search_slots.iter().map(String::as_str).collect();
     for task in &current {
         if !pool.contains(&task.as_str()) {
             pool.push(task);
@@ -170,7 +171,7 @@ mod tests {
 
         let moved = after(&state, &events);
         assert_eq!(
-            moved.search_tasks,
+            moved.search_slots,
             Some(vec!["t1".to_string(), "t3".to_string()])
         );
         assert!(!should_consult(&moved, 2));

@@ -4,7 +4,7 @@ use super::*;
 use crate::search::admission::Verdict;
 use crate::search::evaluation::{CostMeasure, Evaluation, Quality, TaskResult};
 use crate::search::hypervolume::Fitness;
-use crate::search::lineage::{LineageRecord, RunConfig};
+use crate::search::lineage::{LineageRecord, RunConfig, DEFAULT_TASKS_PER_ROUND};
 use crate::suite::Split;
 
 pub(super) const POOL: [&str; 4] = ["tuner", "structural", "evidence", "breeder"];
@@ -36,6 +36,8 @@ impl Lineage {
             executor: "local-threads".into(),
             cpu_seconds: None,
             components: Default::default(),
+            tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+            promote_discoveries: false,
         };
         Lineage {
             records: vec![LineageRecord::Started(config)],
@@ -74,6 +76,7 @@ impl Lineage {
                     evidence: Vec::new(),
                     edits: Vec::new(),
                     best_program: None,
+                    construction: None,
                 })
                 .collect(),
             fitness: Fitness {
@@ -82,6 +85,7 @@ impl Lineage {
                 latency: cost,
             },
             gains: gains.to_vec(),
+            reused: false,
         };
         self.records.push(LineageRecord::Node(Box::new(NodeRecord {
             id: id.clone(),
@@ -94,6 +98,7 @@ impl Lineage {
             edit: String::new(),
             evidence: Vec::new(),
             evaluation: evaluation(gains),
+            parent_evaluation: None,
             verdict: Verdict {
                 admitted,
                 hypervolume_before: 0.0,

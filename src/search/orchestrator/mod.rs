@@ -3,8 +3,8 @@
 //!
 //! [`BuiltinOrchestrator`] follows deterministic rules (`P` is the patience, counted as at least
 //! 1; an island is *stalled* when its `stalled_rounds ≥ P`; qualities are equal when they differ
-//! by at most [`QUALITY_TOLERANCE`] relative; gain vectors are compared on the tasks both nodes
-//! were evaluated on, with [`similarity`]):
+//! by at most [`QUALITY_TOLERANCE`] relative; gain vectors — mean gains per slot — are compared
+//! on the slots both nodes were evaluated on, with [`similarity`]):
 //!
 //! One file per move, each with its rule: [`reassign`], [`graft`], [`speciate`], [`curriculum`].
 //!
@@ -22,6 +22,7 @@ pub mod reassign;
 pub mod speciate;
 
 use super::lineage::{EventRecord, Move, NodeRecord};
+use super::round_tasks::slot_of;
 use super::similarity::similarity;
 use super::state::SearchState;
 use std::cmp::Reverse;
@@ -45,14 +46,14 @@ pub trait Orchestrator: Send + Sync {
     /// Called after `round` when some island's validation best has not improved for `patience`
     /// rounds (see [`should_consult`]). Returns at most two moves, each an [`EventRecord`] with
     /// its diagnosis and the given `round`. `mutators` is the pool's names in order;
-    /// `all_search_tasks` the suite's search task ids.
+    /// `all_search_slots` the suite's search slot ids (see [`crate::search::round_tasks`]).
     fn consult(
         &self,
         state: &SearchState,
         round: usize,
         patience: usize,
         mutators: &[&str],
-        all_search_tasks: &[String],
+        all_search_slots: &[String],
     ) -> Vec<EventRecord>;
 }
 
@@ -78,7 +79,7 @@ impl Orchestrator for BuiltinOrchestrator {
         round: usize,
         patience: usize,
         mutators: &[&str],
-        all_search_tasks: &[String],
+        all_search_slots: &[String],
     ) -> Vec<EventRecord> {
         let patience = patience.max(1);
         let mut plan = Plan {
@@ -90,7 +91,7 @@ impl Orchestrator for BuiltinOrchestrator {
             changed: HashSet::new(),
             events: Vec::new(),
         };
-        if let Some(event) = curriculum::curriculum(state, round, patience, all_search_tasks) {
+        if let Some(event) = curriculum::curriculum(state, round, patience, all_search_slots) {
             plan.events.push(event);
         }
         let mut stalled: Vec<usize> = (0..state.islands.len())
@@ -166,13 +167,23 @@ fn show(x: f64) -> String {
     }
 }
 
-/// A node's gain per task id, in its evaluation's order.
+/// A node's mean gain per slot (see [`crate::search::round_tasks`]), in its evaluation's order:
+/// tasks of different rounds differ in their seeds, their slots compare.
 fn gains(node: &NodeRecord) -> impl Iterator<Item = (&str, f64)> {
-    node.evaluation
-        .tasks
-        .iter()
-        .map(|t| t.task.as_str())
-        .zip(node.evaluation.gains.iter().copied())
+    let mut slots: Vec<(&str, f64, usize)> = Vec::new();
+    for (task, gain) in node.evaluation.tasks.iter().zip(&node.evaluation.gains) {
+        let slot = slot_of(&task.task);
+        match slots.iter_mut().find(|(s, _, _)| *s == slot) {
+            Some(entry) => {
+                entry.1 += gain;
+                entry.2 += 1;
+            }
+            None => slots.push((slot, *gain, 1)),
+        }
+    }
+    slots
+        .into_iter()
+        .map(|(slot, sum, count)| (slot, sum / count as f64))
 }
 
 /// The gains of `a` and `b` on the tasks both were evaluated on, with those tasks' ids.

@@ -1,0 +1,155 @@
+//! How the search's work compounds between rounds: the tasks of a round (each slot's best
+//! program so far, from its current start, with fresh seeds), saving a round's candidate starts
+//! as evaluations find them, and promoting each slot's best at the round's end.
+
+use super::{Search, SearchObserver};
+use crate::error::Result;
+use crate::exact::rational::decimal_string;
+use crate::program::Program;
+use crate::search::archive;
+use crate::search::evaluation::{Discovery, Evaluation};
+use crate::search::lineage::{EventRecord, LineageRecord, Move};
+use crate::search::promotion;
+use crate::search::round_tasks::{self, slot_of, Slot, SlotStart};
+use crate::suite::{Start, Task};
+use std::path::Path;
+use std::sync::Arc;
+
+impl Search {
+    /// The current search slots (the suite's, or a curriculum's).
+    pub(super) fn current_slots(&self) -> Vec<&Slot> {
+        match &self.state.search_slots {
+            Some(ids) => self.slots.iter().filter(|s| ids.contains(&s.id)).collect(),
+            None => self.slots.iter().collect(),
+        }
+    }
+
+    /// A slot's current start: the promoted one, or the suite's.
+    fn slot_start(&self, slot: &Slot) -> Arc<Start> {
+        self.state
+            .promoted
+            .get(&slot.id)
+            .and_then(|hash| self.starts.get(hash))
+            .cloned()
+            .unwrap_or_else(|| slot.template.start.clone())
+    }
+
+    /// The search tasks of `round` (computed once per round; the archive and the promoted
+    /// starts change only between rounds).
+    pub(super) fn tasks_of_round(&mut self, round: usize) -> Vec<Task> {
+        if let Some((cached, tasks)) = &self.round_tasks {
+            if *cached == round {
+                return tasks.clone();
+            }
+        }
+        let problem = self.suite.problem.as_ref();
+        let programs = archive::best_programs(&self.state, problem, round);
+        let config = self.config();
+        let (seed, count) = (config.seed, config.tasks_per_round);
+        let current = |slot: &Slot| SlotStart {
+            start: self.slot_start(slot),
+            program: programs
+                .get(&slot.id)
+                .and_then(|entry| Program::parse(&entry.program, Path::new("archive")).ok())
+                .map(Arc::new)
+                .unwrap_or_else(|| slot.template.program.clone()),
+        };
+        let tasks = round_tasks::search_tasks(&self.current_slots(), seed, round, count, current);
+        self.round_tasks = Some((round, tasks.clone()));
+        tasks
+    }
+
+    /// Saves the improvements of `evaluation` (made in `round`) that could become their slot's
+    /// start: per slot, the best one, when it beats every construction saved for the slot in the
+    /// round so far; the task result names the saved file.
+    pub(super) fn save_candidate_starts(
+        &mut self,
+        round: usize,
+        evaluation: &mut Evaluation,
+        discoveries: &[Discovery],
+    ) -> Result<()> {
+        if !self.config().promote_discoveries {
+            return Ok(());
+        }
+        let problem = self.suite.problem.as_ref();
+        let direction = problem.spec().direction;
+        let mut best_per_slot: Vec<&Discovery> = Vec::new();
+        for d in discoveries {
+            let slot = slot_of(&d.task);
+            match best_per_slot.iter_mut().find(|b| slot_of(&b.task) == slot) {
+                Some(b) if direction.better(&d.exact, &b.exact) => *b = d,
+                Some(_) => {}
+                None => best_per_slot.push(d),
+            }
+        }
+        for d in best_per_slot {
+            let slot = slot_of(&d.task);
+            let exact = decimal_string(&d.exact, 40);
+            let saved = promotion::saved_best(&self.state, problem, round, slot);
+            if saved.is_some_and(|s| !round_tasks::better_text(problem, &exact, &s)) {
+                continue;
+            }
+            let hash = promotion::save(&self.dir, &d.values)?;
+            if let Some(task) = evaluation.tasks.iter_mut().find(|t| t.task == d.task) {
+                task.construction = Some(hash);
+            }
+        }
+        Ok(())
+    }
+
+    /// Promotes, for each slot, the best construction saved in `round` when it beats the slot's
+    /// current start exactly (`--promote-discoveries`); a promotion already recorded is not made
+    /// again, so a resumed run makes the same ones.
+    pub(super) fn promote(
+        &mut self,
+        round: usize,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<()> {
+        if !self.config().promote_discoveries {
+            return Ok(());
+        }
+        let direction = self.suite.problem.spec().direction;
+        let bests = promotion::round_bests(&self.state, self.suite.problem.as_ref(), round);
+        for best in bests {
+            let recorded = self.state.events.iter().any(|e| {
+                e.round == round
+                    && matches!(&e.action, Move::Promote { slot, .. } if *slot == best.slot)
+            });
+            let Some(slot) = self.slots.iter().find(|s| s.id == best.slot) else {
+                continue;
+            };
+            if recorded {
+                continue;
+            }
+            let current = self.slot_start(slot);
+            let problem = self.suite.problem.as_ref();
+            let start = promotion::load(&self.dir, &best.hash, &best.slot, problem)?;
+            if !direction.better(&start.exact, &current.exact) {
+                continue;
+            }
+            let event = EventRecord {
+                round,
+                islands: vec![],
+                diagnosis: format!(
+                    "slot {}: the round's best construction ({}, node {}) beats its start {} ({}); \
+                     its tasks start from it",
+                    best.slot,
+                    best.exact,
+                    best.node,
+                    current.label,
+                    decimal_string(&current.exact, 40)
+                ),
+                action: Move::Promote {
+                    slot: best.slot.clone(),
+                    start: best.hash.clone(),
+                    exact: best.exact.clone(),
+                    node: best.node.clone(),
+                },
+            };
+            self.starts.insert(best.hash.clone(), Arc::new(start));
+            self.record(LineageRecord::Event(event.clone()))?;
+            observer.event(&event);
+        }
+        Ok(())
+    }
+}

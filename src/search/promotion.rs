@@ -1,0 +1,125 @@
+//! Promoted starts (`--promote-discoveries`): the constructions of compounding.
+//!
+//! During a round, an evaluation's improvement on a slot that beats the slot's current start
+//! and every construction saved for the slot earlier in the round is saved content-addressed as
+//! `starts/<hash>.json` in the run directory (the task result names the hash). At the round's
+//! end, each slot's best saved construction of the round that beats the slot's start exactly is
+//! promoted: a `promote` move in the lineage, after which the slot's tasks start from it. The
+//! decisions read only recorded results, so a resumed run makes the same ones.
+
+use super::archive::search_evaluations;
+use super::round_tasks::{better_text, slot_of};
+use super::state::SearchState;
+use crate::construction::{read_values, to_json};
+use crate::error::{MiloError, Result};
+use crate::problems::Problem;
+use crate::records::io_error as io;
+use crate::suite::{sha256_hex, Split, Start};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The folder of promoted starts in a run directory.
+pub const STARTS_DIR: &str = "starts";
+
+/// The file of the construction with content address `hash`.
+pub fn start_path(run: &Path, hash: &str) -> PathBuf {
+    run.join(STARTS_DIR).join(format!("{hash}.json"))
+}
+
+/// Saves `values` under their content address (the first 16 hex digits of the sha256 of their
+/// JSON text), through a temporary name; an existing file is kept. Returns the address.
+pub fn save(run: &Path, values: &[f64]) -> Result<String> {
+    let text = to_json(values).map_err(MiloError::Invalid)?;
+    let hash = sha256_hex(text.as_bytes())[..16].to_string();
+    let path = start_path(run, &hash);
+    if !path.exists() {
+        let dir = run.join(STARTS_DIR);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, &text).map_err(io(&partial))?;
+        std::fs::rename(&partial, &path).map_err(io(&path))?;
+    }
+    Ok(hash)
+}
+
+/// Loads the promoted start `hash` of `slot` (its content checked against the address) and
+/// scores it exactly.
+pub fn load(run: &Path, hash: &str, slot: &str, problem: &dyn Problem) -> Result<Start> {
+    let path = start_path(run, hash);
+    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let actual = sha256_hex(text.as_bytes());
+    if !actual.starts_with(hash) {
+        return Err(MiloError::Malformed {
+            path,
+            message: format!("content address: expected {hash}…, the file hashes to {actual}"),
+        });
+    }
+    let values = read_values(&path)?;
+    problem.check(&values).map_err(|v| MiloError::Malformed {
+        path: path.clone(),
+        message: format!("promoted start: {v}"),
+    })?;
+    let exact = problem.score_exact(&values);
+    Ok(Start {
+        label: format!("{}@{hash}", slot.split('/').next().unwrap_or(slot)),
+        path,
+        sha256: actual,
+        split: Split::Search,
+        values: Arc::new(values),
+        exact,
+    })
+}
+
+/// A slot's best saved construction of a round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundBest {
+    /// The slot.
+    pub slot: String,
+    /// Content address of the construction.
+    pub hash: String,
+    /// Its exact score (40 significant digits).
+    pub exact: String,
+    /// The node whose evaluation found it.
+    pub node: String,
+}
+
+/// Per slot (in first-seen order), the best construction saved in `round` (ties: the first).
+pub fn round_bests(state: &SearchState, problem: &dyn Problem, round: usize) -> Vec<RoundBest> {
+    let mut bests: Vec<RoundBest> = Vec::new();
+    for node in state.nodes.iter().filter(|n| n.round == round) {
+        for evaluation in search_evaluations(node) {
+            for task in &evaluation.tasks {
+                let Some(hash) = &task.construction else {
+                    continue;
+                };
+                let slot = slot_of(&task.task);
+                let candidate = RoundBest {
+                    slot: slot.to_string(),
+                    hash: hash.clone(),
+                    exact: task.end_exact.clone(),
+                    node: node.id.clone(),
+                };
+                match bests.iter_mut().find(|b| b.slot == slot) {
+                    Some(b) if better_text(problem, &task.end_exact, &b.exact) => *b = candidate,
+                    Some(_) => {}
+                    None => bests.push(candidate),
+                }
+            }
+        }
+    }
+    bests
+}
+
+/// The best score saved for `slot` in `round` so far (what a new construction must beat to be
+/// saved).
+pub fn saved_best(
+    state: &SearchState,
+    problem: &dyn Problem,
+    round: usize,
+    slot: &str,
+) -> Option<String> {
+    round_bests(state, problem, round)
+        .into_iter()
+        .find(|b| b.slot == slot)
+        .map(|b| b.exact)
+}
