@@ -15,6 +15,7 @@ use crate::problems::Problem;
 use crate::records::io_error as io;
 use crate::search::evaluation::Discovery;
 use crate::suite::{sha256_hex, Start, Task};
+use num_rational::BigRational;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,7 +119,7 @@ fn promoted_start(
     path: PathBuf,
     sha256: String,
     values: Vec<f64>,
-    exact: num_rational::BigRational,
+    exact: BigRational,
 ) -> Arc<Start> {
     Arc::new(Start {
         label: format!("{}+{}", old.label, &sha256[..NAME_DIGITS]),
