@@ -2,6 +2,8 @@
 //! batches under the CPU budget; each run's best and CPU seconds, recomputed here from the run's
 //! own records, equal its summary; the method means, the tables and the CSV files agree with the
 //! runs; a run whose summary is lost is rebuilt identically from its records on `--resume`.
+//! With `--promote-discoveries`, every baseline's step starts each task from the construction
+//! its records say was promoted.
 
 mod common;
 
@@ -9,7 +11,7 @@ use common::{milo, tiny_suite};
 use serde_json::Value;
 use std::path::Path;
 
-const METHODS: [&str; 4] = ["best-of-n", "alphaevolve", "ladder-a", "milo"];
+const METHODS: [&str; 5] = ["best-of-n", "stock", "alphaevolve", "ladder-a", "milo"];
 const BUDGET: f64 = 0.4;
 
 fn read_json(path: &Path) -> Value {
@@ -197,4 +199,91 @@ fn bad_benchmark_arguments_are_usage_errors_naming_the_value() {
     let twice = call(args("best-of-n", "0.05"));
     assert_eq!(twice.code, 2);
     assert!(twice.stderr.contains("--resume"), "{}", twice.stderr);
+}
+
+#[test]
+fn with_promotion_each_baseline_step_starts_from_the_promoted_constructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let out = dir.path().join("bench");
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        "best-of-n,alphaevolve,stock",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--budget",
+        &BUDGET.to_string(),
+        "--promote-discoveries",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("promote discoveries: on"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        read_json(&out.join("bench.json"))["promote_discoveries"],
+        true
+    );
+    let mut promotions = 0;
+    for method in ["best-of-n", "alphaevolve", "stock"] {
+        let steps: Vec<Value> =
+            std::fs::read_to_string(out.join(format!("runs/{method}/first-seed-1/steps.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|r| r["record"] == "step")
+                .collect();
+        for pair in steps.windows(2) {
+            let promoted: Vec<(String, String)> = pair[0]["promoted"]
+                .as_array()
+                .map(|p| {
+                    p.iter()
+                        .map(|p| {
+                            (
+                                p["task"].as_str().unwrap().into(),
+                                p["file"].as_str().unwrap().into(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            promotions += promoted.len();
+            let (before, after) = (
+                pair[0]["evaluation"]["tasks"].as_array().unwrap(),
+                pair[1]["evaluation"]["tasks"].as_array().unwrap(),
+            );
+            for (b, a) in before.iter().zip(after) {
+                assert_eq!(a["task"], b["task"]);
+                let moved = promoted.iter().find(|(task, _)| b["task"] == task.as_str());
+                let expected = if moved.is_some() {
+                    &b["end_exact"]
+                } else {
+                    &b["start_exact"]
+                };
+                assert_eq!(&a["start_exact"], expected, "{method}: {}", a["task"]);
+                if let Some((_, file)) = moved {
+                    let path = out.join(format!("runs/{method}/first-seed-1/{file}"));
+                    assert!(path.exists(), "{}", path.display());
+                }
+            }
+        }
+    }
+    assert!(
+        promotions > 0,
+        "nothing was promoted: the test shows nothing"
+    );
+    let resumed = milo(&[
+        "bench",
+        "--resume",
+        out.to_str().unwrap(),
+        "--promote-discoveries",
+    ]);
+    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
 }

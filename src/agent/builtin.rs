@@ -18,8 +18,9 @@ use crate::program::edits::{self, EditContext};
 use crate::program::Program;
 use crate::runner::evidence;
 use crate::runner::{
-    derive_seed, run_program, trace::cpu_seconds, RunOutcome, RunSettings, Silent,
+    derive_seed, run_program_scored, trace::cpu_seconds, RunOutcome, RunSettings, Silent,
 };
+use num_rational::BigRational;
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -118,6 +119,7 @@ impl Ledger {
         });
         self.candidates.push(Candidate {
             values: outcome.best,
+            exact: outcome.best_exact,
             score,
             program,
         });
@@ -128,6 +130,8 @@ impl Ledger {
 /// A construction the agent may return, with the program that made it.
 struct Candidate {
     values: Vec<f64>,
+    /// Exact score of `values` (the runner's verification of its result).
+    exact: BigRational,
     score: f64,
     program: Program,
 }
@@ -147,7 +151,11 @@ impl OptimizerWriter for BuiltinWriter {
             seconds: task.seconds,
             evaluations: task.evaluations,
         };
-        let run = |program: &Program, from: &[f64], allowance: Allowance, index: u64| {
+        let run = |program: &Program,
+                   from: &[f64],
+                   from_exact: &BigRational,
+                   allowance: Allowance,
+                   index: u64| {
             let settings = RunSettings {
                 seed: derive_seed(task.seed, index),
                 seconds: allowance.seconds,
@@ -155,13 +163,14 @@ impl OptimizerWriter for BuiltinWriter {
                 jobs: 1,
                 cancel: task.cancel.clone(),
             };
-            run_program(problem, from, program, &settings, &mut Silent)
+            run_program_scored(problem, from, from_exact, program, &settings, &mut Silent)
         };
 
         let mut ledger = Ledger::default();
         let minimal = run(
             task.parent,
             task.start,
+            task.start_exact,
             total.scaled(harness.budget.minimal),
             0,
         )?;
@@ -211,11 +220,14 @@ impl OptimizerWriter for BuiltinWriter {
                 failures += 1;
                 continue;
             }
-            let from = match harness.run_from {
-                RunFrom::Start => task.start,
-                RunFrom::Best => &ledger.candidates[best].values,
+            let (from, from_exact) = match harness.run_from {
+                RunFrom::Start => (task.start, task.start_exact),
+                RunFrom::Best => {
+                    let candidate = &ledger.candidates[best];
+                    (&candidate.values[..], &candidate.exact)
+                }
             };
-            let outcome = run(&program, from, allotment, 1 + i as u64)?;
+            let outcome = run(&program, from, from_exact, allotment, 1 + i as u64)?;
             explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
             let new_best = ledger.record(
                 problem,
@@ -238,8 +250,15 @@ impl OptimizerWriter for BuiltinWriter {
 
         let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
         if harness.budget.reserve > 0.0 && !reserve.is_empty() {
-            let program = ledger.candidates[best].program.clone();
-            let outcome = run(&program, &ledger.candidates[best].values, reserve, 1_000)?;
+            let candidate = &ledger.candidates[best];
+            let program = candidate.program.clone();
+            let outcome = run(
+                &program,
+                &candidate.values,
+                &candidate.exact,
+                reserve,
+                1_000,
+            )?;
             ledger.record(problem, Role::Reserve, vec![], program, outcome, Some(best));
         }
 
@@ -261,18 +280,16 @@ impl OptimizerWriter for BuiltinWriter {
                 std::cmp::Ordering::Equal
             }
         });
-        let mut chosen = None;
-        for &i in order.iter().take(harness.verify_top) {
-            let exact = problem.score_exact(&candidates[i].values);
-            if direction.better(&exact, task.start_exact) {
-                chosen = Some((i, exact));
-                break;
-            }
-        }
+        // Each candidate's exact score is the runner's verification of it: no re-scoring.
+        let chosen = order
+            .iter()
+            .take(harness.verify_top)
+            .copied()
+            .find(|&i| direction.better(&candidates[i].exact, task.start_exact));
         let (best, best_exact, improved, best_program) = match chosen {
-            Some((i, exact)) => {
+            Some(i) => {
                 let c = candidates.swap_remove(i);
-                (c.values, exact, true, c.program)
+                (c.values, c.exact, true, c.program)
             }
             None => (
                 task.start.to_vec(),

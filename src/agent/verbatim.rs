@@ -7,7 +7,7 @@ use super::{cell_evaluations, Assignment, Attempt, OptimizerWriter, ProgramRun, 
 use crate::error::Result;
 use crate::harness::Harness;
 use crate::runner::evidence;
-use crate::runner::{run_program, trace::cpu_seconds, RunSettings, Silent};
+use crate::runner::{run_program_scored, trace::cpu_seconds, RunSettings, Silent};
 use std::time::Instant;
 
 /// The agent that runs the given program unchanged.
@@ -30,7 +30,14 @@ impl OptimizerWriter for VerbatimWriter {
             jobs: 1,
             cancel: task.cancel.clone(),
         };
-        let outcome = run_program(problem, task.start, task.parent, &settings, &mut Silent)?;
+        let outcome = run_program_scored(
+            problem,
+            task.start,
+            task.start_exact,
+            task.parent,
+            &settings,
+            &mut Silent,
+        )?;
         let run = ProgramRun {
             role: Role::Minimal,
             edits: vec![],

@@ -44,6 +44,9 @@ pub struct BenchConfig {
     pub cpu_seconds: f64,
     /// Quality aggregation.
     pub quality: Quality,
+    /// Whether the baselines carry each task's best discovery forward as its start.
+    #[serde(default)]
+    pub promote_discoveries: bool,
 }
 
 /// Name of the settings file.
@@ -229,6 +232,7 @@ impl Bench {
                 cancel: cancel.clone(),
                 quality: self.config.quality,
                 cost: default_cost_measure(&self.suite),
+                promote: self.config.promote_discoveries,
             };
             let Some(mut trajectory) = method.run(&ctx)? else {
                 return Ok(None);
@@ -284,5 +288,34 @@ impl Bench {
             known,
             methods: &self.config.methods,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settings_file_without_promotion_reads_as_promotion_off() {
+        let config = BenchConfig {
+            suite: PathBuf::from("/suites/tiny.toml"),
+            methods: vec!["stock".into()],
+            seeds: vec![1],
+            rerun_seeds: vec![2],
+            cpu_seconds: 1.5,
+            quality: Quality::Best,
+            promote_discoveries: true,
+        };
+        let mut json = serde_json::to_value(&config).unwrap();
+        assert_eq!(json["promote_discoveries"], true);
+        json.as_object_mut().unwrap().remove("promote_discoveries");
+        let old: BenchConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(
+            old,
+            BenchConfig {
+                promote_discoveries: false,
+                ..config
+            }
+        );
     }
 }

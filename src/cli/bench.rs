@@ -13,8 +13,8 @@ pub struct BenchArgs {
     /// The task suite.
     #[arg(long, value_name = "FILE", required_unless_present = "resume")]
     suite: Option<PathBuf>,
-    /// Methods, comma-separated: best-of-n, greedy, alphaevolve, ladder-a … ladder-d, milo
-    /// (= ladder-e).
+    /// Methods, comma-separated: best-of-n, stock, greedy, alphaevolve, ladder-a … ladder-d,
+    /// milo (= ladder-e).
     #[arg(
         long,
         value_delimiter = ',',
@@ -33,6 +33,9 @@ pub struct BenchArgs {
     /// Quality aggregation over tasks.
     #[arg(long, value_enum, default_value_t = Quality::Best)]
     quality: Quality,
+    /// Baselines carry each task's best discovery forward as its start for later steps.
+    #[arg(long)]
+    promote_discoveries: bool,
     /// Threads per run.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
@@ -40,7 +43,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "out"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out"])]
     resume: Option<PathBuf>,
 }
 
@@ -57,13 +60,18 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let config = bench.config();
     eprintln!(
         "milo: benchmarking {} on suite '{}' ({}), {} + {} seeds each, {} CPU seconds per run, \
-         in {}; Ctrl-C stops, --resume {} continues",
+         promote discoveries: {}, in {}; Ctrl-C stops, --resume {} continues",
         config.methods.join(", "),
         bench.suite().name,
         bench.suite().problem.slug(),
         config.seeds.len(),
         config.rerun_seeds.len(),
         config.cpu_seconds,
+        if config.promote_discoveries {
+            "on"
+        } else {
+            "off"
+        },
         bench.dir().display(),
         bench.dir().display(),
     );
@@ -109,6 +117,7 @@ fn start(args: &BenchArgs) -> Result<Bench> {
         },
         cpu_seconds: budget,
         quality: args.quality,
+        promote_discoveries: args.promote_discoveries,
     };
     let dir = args.out.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();

@@ -106,6 +106,21 @@ pub fn run_program(
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome> {
     problem.check(start).map_err(MiloError::Invalid)?;
+    let start_exact = problem.score_exact(start);
+    run_program_scored(problem, start, &start_exact, program, settings, observer)
+}
+
+/// Runs `program` on `start` whose exact score the caller already knows (`start_exact`, which
+/// must be `problem.score_exact(start)`), so the start is not scored exactly again.
+pub fn run_program_scored(
+    problem: &dyn Problem,
+    start: &[f64],
+    start_exact: &BigRational,
+    program: &Program,
+    settings: &RunSettings,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome> {
+    problem.check(start).map_err(MiloError::Invalid)?;
     let started = Instant::now();
     let mut budget = Budget::unlimited().with_cancel(settings.cancel.clone());
     if let Some(s) = settings.seconds {
@@ -128,10 +143,9 @@ pub fn run_program(
         Some(Exhaustion::Deadline) => StopReason::Deadline,
         Some(Exhaustion::Interrupted) => StopReason::Interrupted,
     });
-    let start_exact = problem.score_exact(start);
     let best = without_negligible_values(problem, runner.best);
     let best_exact = problem.score_exact(&best);
-    let improved = strictly_better(problem.spec().direction, &best_exact, &start_exact);
+    let improved = strictly_better(problem.spec().direction, &best_exact, start_exact);
     let (best, best_exact) = if improved {
         (best, best_exact)
     } else {
@@ -139,7 +153,7 @@ pub fn run_program(
     };
     Ok(RunOutcome {
         best,
-        start_exact,
+        start_exact: start_exact.clone(),
         best_exact,
         improved,
         trace: runner.trace,
@@ -567,5 +581,28 @@ mod tests {
         // With min_gain = 1 no pass counts as a gain: exactly `patience` passes.
         assert_eq!(passes(1.0), 2);
         assert!(passes(0.0) >= 2);
+    }
+
+    #[test]
+    fn a_run_given_its_starts_exact_score_returns_what_a_run_scoring_it_does() {
+        let toy = by_slug("toy-autoconvolution-peak").unwrap();
+        let (start, program) = (toy_start(), hops(3, 0.0));
+        let scored = run_program(toy.as_ref(), &start, &program, &settings(600), &mut Silent);
+        let start_exact = toy.score_exact(&start);
+        let given = run_program_scored(
+            toy.as_ref(),
+            &start,
+            &start_exact,
+            &program,
+            &settings(600),
+            &mut Silent,
+        );
+        let (scored, given) = (scored.unwrap(), given.unwrap());
+        assert!(given.improved);
+        assert_eq!(given.start_exact, start_exact);
+        assert_eq!(
+            (&given.best, &given.best_exact, given.evaluations),
+            (&scored.best, &scored.best_exact, scored.evaluations)
+        );
     }
 }

@@ -21,17 +21,25 @@ use std::sync::Arc;
 /// The folder of promoted starts in a run directory.
 pub const STARTS_DIR: &str = "starts";
 
+/// Hex digits of the sha256 that make a construction's content address.
+const ADDRESS_DIGITS: usize = 16;
+
+/// The content address of a construction whose JSON text has this sha256.
+pub fn address(sha256: &str) -> &str {
+    &sha256[..ADDRESS_DIGITS]
+}
+
 /// The file of the construction with content address `hash`.
 pub fn start_path(run: &Path, hash: &str) -> PathBuf {
     run.join(STARTS_DIR).join(format!("{hash}.json"))
 }
 
-/// Saves `values` under their content address (the first 16 hex digits of the sha256 of their
-/// JSON text), through a temporary name; an existing file is kept. Returns the address.
+/// Saves `values` under their content address (see [`address`]) in `run`'s `starts/`, through a
+/// temporary name; an existing file is kept. Returns the sha256 of the JSON text.
 pub fn save(run: &Path, values: &[f64]) -> Result<String> {
     let text = to_json(values).map_err(MiloError::Invalid)?;
-    let hash = sha256_hex(text.as_bytes())[..16].to_string();
-    let path = start_path(run, &hash);
+    let sha256 = sha256_hex(text.as_bytes());
+    let path = start_path(run, address(&sha256));
     if !path.exists() {
         let dir = run.join(STARTS_DIR);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -39,19 +47,20 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
         std::fs::write(&partial, &text).map_err(io(&partial))?;
         std::fs::rename(&partial, &path).map_err(io(&path))?;
     }
-    Ok(hash)
+    Ok(sha256)
 }
 
-/// Loads the promoted start `hash` of `slot` (its content checked against the address) and
-/// scores it exactly.
+/// Loads the construction with content address `hash` as a start of `slot` (a slot or task
+/// id; the label is its start label plus `@hash`): its content checked against the address, its
+/// validity checked, its score computed exactly.
 pub fn load(run: &Path, hash: &str, slot: &str, problem: &dyn Problem) -> Result<Start> {
     let path = start_path(run, hash);
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
     let actual = sha256_hex(text.as_bytes());
-    if !actual.starts_with(hash) {
+    if address(&actual) != hash {
         return Err(MiloError::Malformed {
             path,
-            message: format!("content address: expected {hash}…, the file hashes to {actual}"),
+            message: format!("its sha256 {actual} does not match its name {hash}: the file changed"),
         });
     }
     let values = read_values(&path)?;

@@ -2,11 +2,13 @@
 //! no agent policy). One fixed mutator — a single edit of a kind drawn uniformly from the edit
 //! menu — a fixed number of islands, each keeping only its best `capacity` programs
 //! (survivors only), and ring migration of each island's best every `migrate_every` rounds.
-//! Each candidate program runs verbatim, on each task's whole budget, from each task's start.
+//! Each candidate program runs verbatim, on each task's whole budget, from each task's start
+//! (one task per start and seed; with `promote` on, from the task's current start).
 //!
 //! The population is a function of the records: a resumed run replays them to the same state.
 
 use super::log::{BaselineLog, StepRecord};
+use super::promotion::CurrentStarts;
 use super::{Method, RunContext};
 use crate::agent::{OptimizerWriter, VerbatimWriter};
 use crate::bench::trajectory::Trajectory;
@@ -102,15 +104,26 @@ impl ProgramEvolution {
     }
 }
 
-/// The tasks with their parent program replaced by `program`.
+/// The tasks with their parent program replaced by `program`, one per (start, seed): tasks
+/// that differed only in their program would be the same run.
 fn with_program(tasks: &[Task], program: &Program) -> Vec<Task> {
     let program = Arc::new(program.clone());
-    tasks
-        .iter()
+    distinct_runs(tasks)
+        .into_iter()
         .map(|t| Task {
             program: program.clone(),
-            ..t.clone()
+            ..t
         })
+        .collect()
+}
+
+/// The first task of each (start label, seed), in order.
+fn distinct_runs(tasks: &[Task]) -> Vec<Task> {
+    let mut seen = HashSet::new();
+    tasks
+        .iter()
+        .filter(|t| seen.insert((t.start.label.clone(), t.seed)))
+        .cloned()
         .collect()
 }
 
@@ -129,6 +142,7 @@ impl Method for ProgramEvolution {
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
         let tasks = ctx.search_tasks();
+        let mut current = CurrentStarts::rebuild(ctx, distinct_runs(&tasks), &log.steps)?;
         let mut initial: Vec<Program> = Vec::new();
         for task in &tasks {
             if !initial.contains(&task.program) {
@@ -182,15 +196,20 @@ impl Method for ProgramEvolution {
                 (island, Some(parent), made.0, made.1)
             };
             let text = program.to_toml();
-            let evaluation = ctx.evaluate(
+            let (evaluation, discoveries) = ctx.evaluate_with_discoveries(
                 VerbatimWriter.name(),
                 harness,
-                &with_program(&tasks, &program),
+                &with_program(current.tasks(), &program),
                 &[],
             )?;
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
+            let promoted = if ctx.promote {
+                current.promote(&discoveries)?
+            } else {
+                vec![]
+            };
             seen.insert(text.clone());
             log.step(StepRecord {
                 index,
@@ -201,6 +220,7 @@ impl Method for ProgramEvolution {
                 origin,
                 evaluation,
                 at: 0.0,
+                promoted,
             })?;
         }
         if log.validation.is_none() {
@@ -220,6 +240,7 @@ impl Method for ProgramEvolution {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture;
     use super::*;
     use crate::search::evaluation::Evaluation;
     use crate::search::hypervolume::Fitness;
@@ -243,6 +264,7 @@ mod tests {
                 reused: false,
             },
             at: 0.0,
+            promoted: vec![],
         }
     }
 
@@ -267,5 +289,23 @@ mod tests {
         assert!(p.islands[0].contains(&3));
         assert!(!p.islands[1].contains(&4));
         assert!(p.islands.iter().all(|i| i.len() <= 2));
+    }
+
+    #[test]
+    fn with_program_keeps_one_task_per_start_and_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = fixture::tiny_suite(dir.path());
+        let tasks: Vec<Task> = suite.search_tasks().cloned().collect();
+        assert_eq!(tasks.len(), 8, "2 starts × 2 programs × 2 seeds");
+        let program = (*tasks[7].program).clone();
+        let replaced = with_program(&tasks, &program);
+        let runs: Vec<(String, u64)> = replaced
+            .iter()
+            .map(|t| (t.start.label.clone(), t.seed))
+            .collect();
+        let expected = [("wave-a", 1), ("wave-a", 2), ("wave-b", 1), ("wave-b", 2)]
+            .map(|(label, seed)| (label.to_string(), seed));
+        assert_eq!(runs, expected);
+        assert!(replaced.iter().all(|t| *t.program == program));
     }
 }

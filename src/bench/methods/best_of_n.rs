@@ -1,8 +1,10 @@
 //! Best-of-N: no search. The seed harnesses take turns; each turn is a fresh sample (the
 //! tasks' seeds re-derived from the run's seed and the sample number; sample 0 uses the tasks'
-//! own seeds, as every other method's seed nodes do). The best candidate is validated.
+//! own seeds, as every other method's seed nodes do). The best candidate is validated. With
+//! `promote` on, each turn starts from the tasks' current starts ([`super::promotion`]).
 
 use super::log::{BaselineLog, StepRecord};
+use super::promotion::CurrentStarts;
 use super::{Method, RunContext};
 use crate::agent::{BuiltinWriter, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
@@ -21,22 +23,29 @@ impl Method for BestOfN {
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
         let seeds = seed_harnesses();
+        let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), &log.steps)?;
         while log.cpu_seconds() < ctx.cpu_seconds {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
             let k = log.steps.len();
             let (harness, sample) = (&seeds[k % seeds.len()], k / seeds.len());
-            let mut tasks = ctx.search_tasks();
+            let mut tasks = current.tasks().to_vec();
             if sample > 0 {
                 for task in &mut tasks {
                     task.seed = derive_seed(derive_seed(task.seed, ctx.seed), sample as u64);
                 }
             }
-            let evaluation = ctx.evaluate(BuiltinWriter.name(), harness, &tasks, &[])?;
+            let (evaluation, discoveries) =
+                ctx.evaluate_with_discoveries(BuiltinWriter.name(), harness, &tasks, &[])?;
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
+            let promoted = if ctx.promote {
+                current.promote(&discoveries)?
+            } else {
+                vec![]
+            };
             log.step(StepRecord {
                 index: k,
                 island: 0,
@@ -46,6 +55,7 @@ impl Method for BestOfN {
                 origin: format!("sample {sample}"),
                 evaluation,
                 at: 0.0,
+                promoted,
             })?;
         }
         if log.validation.is_none() {

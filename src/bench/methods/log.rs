@@ -2,6 +2,7 @@
 //! validation of its best candidate; a killed run resumes from it.
 
 use super::super::trajectory::{best_candidate, within_budget, Trajectory, TrajectoryStep};
+use super::promotion::Promotion;
 use crate::error::Result;
 use crate::records::{unix_seconds, AppendLog};
 use crate::search::evaluation::Evaluation;
@@ -30,6 +31,9 @@ pub struct StepRecord {
     pub evaluation: Evaluation,
     /// When it was recorded (seconds since the Unix epoch).
     pub at: f64,
+    /// The tasks whose start this step's discoveries replaced (with `promote` on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub promoted: Vec<Promotion>,
 }
 
 /// A line of `steps.jsonl`.

@@ -4,15 +4,22 @@
 //! - [`best_of_n`]: the seed harnesses, resampled with fresh task seeds, no search;
 //! - [`alphaevolve`]: an AlphaEvolve/OpenEvolve-style search that evolves optimizer programs
 //!   directly with one fixed mutator, fixed islands, periodic migration, survivors only;
+//! - [`stock`]: the suite's own programs run unchanged, each step from the previous step's
+//!   best output, until the budget ends;
 //! - [`search`]: MILO and the variants with parts switched off: greedy refinement, the
 //!   ablation ladder A–E (`ladder-e` is full MILO, also called `milo`) and `milo-frozen`.
 //!
-//! A method runs in its own directory and resumes from its records there.
+//! A method runs in its own directory and resumes from its records there. With `promote` on,
+//! the baselines carry each task's best construction forward as its next start ([`promotion`]).
 
 pub mod alphaevolve;
 pub mod best_of_n;
+#[cfg(test)]
+mod fixture;
 pub mod log;
+pub mod promotion;
 pub mod search;
+pub mod stock;
 
 use super::trajectory::Trajectory;
 use crate::cancel::CancelToken;
@@ -20,7 +27,9 @@ use crate::error::Result;
 use crate::executor::LocalThreads;
 use crate::harness::Harness;
 use crate::program::Program;
-use crate::search::evaluation::{evaluate, CostMeasure, Evaluation, EvaluationSettings, Quality};
+use crate::search::evaluation::{
+    evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Quality,
+};
 use crate::suite::{Suite, Task};
 use std::path::Path;
 
@@ -42,6 +51,9 @@ pub struct RunContext<'a> {
     pub quality: Quality,
     /// Cost measure.
     pub cost: CostMeasure,
+    /// Whether each search task's best discovery becomes its start for later steps
+    /// (`--promote-discoveries`).
+    pub promote: bool,
 }
 
 impl RunContext<'_> {
@@ -54,6 +66,19 @@ impl RunContext<'_> {
         tasks: &[Task],
         library: &[Program],
     ) -> Result<Evaluation> {
+        self.evaluate_with_discoveries(writer, harness, tasks, library)
+            .map(|(evaluation, _)| evaluation)
+    }
+
+    /// [`RunContext::evaluate`], also returning each task's best exactly verified improvement
+    /// over its start.
+    pub fn evaluate_with_discoveries(
+        &self,
+        writer: &str,
+        harness: &Harness,
+        tasks: &[Task],
+        library: &[Program],
+    ) -> Result<(Evaluation, Vec<Discovery>)> {
         let refs: Vec<&Task> = tasks.iter().collect();
         let settings = EvaluationSettings {
             problem: self.suite.problem.as_ref(),
@@ -65,7 +90,7 @@ impl RunContext<'_> {
         };
         let executor = LocalThreads::new(self.jobs);
         match evaluate(&executor, harness, &refs, &settings, &self.cancel)? {
-            Ok((evaluation, _)) => Ok(evaluation),
+            Ok(evaluated) => Ok(evaluated),
             Err(failure) => Err(failure.error),
         }
     }
@@ -92,8 +117,9 @@ pub trait Method: Send + Sync {
 }
 
 /// Names of the built-in methods (`ladder-e` is also accepted as `milo`'s name).
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "best-of-n",
+    "stock",
     "greedy",
     "alphaevolve",
     "ladder-a",
@@ -108,6 +134,7 @@ pub const NAMES: [&str; 9] = [
 pub fn by_name(name: &str) -> Option<Box<dyn Method>> {
     match name {
         "best-of-n" => Some(Box::new(best_of_n::BestOfN)),
+        "stock" => Some(Box::new(stock::Stock)),
         "alphaevolve" => Some(Box::new(alphaevolve::ProgramEvolution::default())),
         _ => search::variant(name).map(|m| Box::new(m) as Box<dyn Method>),
     }

@@ -129,7 +129,7 @@ impl Method for SearchVariant {
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
                 tasks_per_round: DEFAULT_TASKS_PER_ROUND,
-                promote_discoveries: false,
+                promote_discoveries: ctx.promote,
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };

@@ -89,9 +89,9 @@ impl Search {
             if saved.is_some_and(|s| !round_tasks::better_text(problem, &exact, &s)) {
                 continue;
             }
-            let hash = promotion::save(&self.dir, &d.values)?;
+            let sha256 = promotion::save(&self.dir, &d.values)?;
             if let Some(task) = evaluation.tasks.iter_mut().find(|t| t.task == d.task) {
-                task.construction = Some(hash);
+                task.construction = Some(promotion::address(&sha256).to_string());
             }
         }
         Ok(())

@@ -1,0 +1,110 @@
+//! Stock: no search, no edits. Each search task's own program runs unchanged (the `verbatim`
+//! writer) on the task's whole budget; every later step runs it again from the task's best
+//! construction so far (promotion is always on), with fresh task seeds, until the CPU budget is
+//! spent. The same programs are then validated from the validation tasks' frozen starts.
+
+use super::log::{BaselineLog, StepRecord};
+use super::promotion::CurrentStarts;
+use super::{Method, RunContext};
+use crate::agent::{OptimizerWriter, VerbatimWriter};
+use crate::bench::trajectory::Trajectory;
+use crate::error::Result;
+use crate::harness::seed_harnesses;
+use crate::runner::derive_seed;
+
+/// The stock-program baseline.
+pub struct Stock;
+
+impl Method for Stock {
+    fn name(&self) -> &str {
+        "stock"
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
+        let mut log = BaselineLog::open(ctx.dir)?;
+        // The verbatim writer ignores the harness; one is needed to evaluate.
+        let harness = &seed_harnesses()[0];
+        let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), &log.steps)?;
+        while log.cpu_seconds() < ctx.cpu_seconds {
+            if ctx.cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let step = log.steps.len();
+            let mut tasks = current.tasks().to_vec();
+            if step > 0 {
+                for task in &mut tasks {
+                    task.seed = derive_seed(derive_seed(task.seed, ctx.seed), step as u64);
+                }
+            }
+            let (evaluation, discoveries) =
+                ctx.evaluate_with_discoveries(VerbatimWriter.name(), harness, &tasks, &[])?;
+            if ctx.cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let promoted = current.promote(&discoveries)?;
+            log.step(StepRecord {
+                index: step,
+                island: 0,
+                parent: step.checked_sub(1),
+                candidate: "stock".to_string(),
+                program: None,
+                origin: format!("step {step}"),
+                evaluation,
+                at: 0.0,
+                promoted,
+            })?;
+        }
+        if log.validation.is_none() {
+            if let Some(best) = log.best(ctx.cpu_seconds) {
+                let tasks = ctx.validation_tasks();
+                let evaluation = ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])?;
+                if ctx.cancel.is_cancelled() {
+                    return Ok(None);
+                }
+                log.validation(best, evaluation)?;
+            }
+        }
+        Ok(Some(log.trajectory()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture;
+    use super::*;
+
+    #[test]
+    fn each_step_starts_from_the_previous_steps_best_when_it_improved() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = fixture::tiny_suite(dir.path());
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        // Three runs, each resumed from the records with a budget just above what was spent:
+        // each makes at least one more step.
+        for _ in 0..3 {
+            let spent = BaselineLog::open(&run).unwrap().cpu_seconds();
+            let ctx = fixture::context(&suite, &run, spent + 1e-9);
+            Stock.run(&ctx).unwrap().unwrap();
+        }
+        let log = BaselineLog::open(&run).unwrap();
+        assert!(log.steps.len() >= 3, "{} steps", log.steps.len());
+        assert!(log.validation.is_some());
+        let mut promotions = 0;
+        for pair in log.steps.windows(2) {
+            let (before, after) = (&pair[0], &pair[1]);
+            let improved = before.evaluation.tasks.iter().filter(|t| t.gain > 0.0);
+            assert_eq!(before.promoted.len(), improved.count());
+            promotions += before.promoted.len();
+            for (b, a) in before.evaluation.tasks.iter().zip(&after.evaluation.tasks) {
+                assert_eq!(a.task, b.task);
+                let expected = if b.gain > 0.0 {
+                    &b.end_exact
+                } else {
+                    &b.start_exact
+                };
+                assert_eq!(&a.start_exact, expected, "{}", a.task);
+            }
+        }
+        assert!(promotions > 0, "no step improved: the test shows nothing");
+    }
+}
