@@ -60,7 +60,9 @@ pub fn load(run: &Path, hash: &str, slot: &str, problem: &dyn Problem) -> Result
     if address(&actual) != hash {
         return Err(MiloError::Malformed {
             path,
-            message: format!("its sha256 {actual} does not match its name {hash}: the file changed"),
+            message: format!(
+                "its sha256 {actual} does not match its name {hash}: the file changed"
+            ),
         });
     }
     let values = read_values(&path)?;
