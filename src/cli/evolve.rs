@@ -185,13 +185,7 @@ impl SearchObserver for Display {
     }
 
     fn event(&mut self, event: &EventRecord) {
-        eprintln!(
-            "orchestrator after round {}: {} {:?}: {}",
-            event.round,
-            event.action.kind(),
-            event.islands,
-            event.diagnosis
-        );
+        eprintln!("{}", event.headline());
     }
 
     fn failure(&mut self, failure: &FailureRecord) {

@@ -75,13 +75,7 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         );
     }
     for e in &state.events {
-        println!(
-            "after round {}: {} {:?}: {}",
-            e.round,
-            e.action.kind(),
-            e.islands,
-            e.diagnosis
-        );
+        println!("{}", e.headline());
     }
     for f in &state.failures {
         println!(

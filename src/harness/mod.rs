@@ -237,6 +237,26 @@ impl Harness {
             })
             .collect()
     }
+
+    /// Whether the built-in agent behaves identically under `self` and `other` on tasks whose
+    /// parent run shows one of the `evidence` sets — a dry run, without an objective evaluation:
+    /// every setting but the name and description is equal, and so is the menu as weighted by
+    /// the rules under each evidence set (with no set given, under no evidence).
+    pub fn same_behaviour(&self, other: &Harness, evidence: &[Vec<Evidence>]) -> bool {
+        let policy = |h: &Harness| Harness {
+            name: String::new(),
+            description: String::new(),
+            menu: BTreeMap::new(),
+            rules: Vec::new(),
+            ..h.clone()
+        };
+        let none = [Vec::new()];
+        let sets = if evidence.is_empty() { &none[..] } else { evidence };
+        policy(self) == policy(other)
+            && sets
+                .iter()
+                .all(|e| self.edit_weights(e) == other.edit_weights(e))
+    }
 }
 
 /// The TOML key of an edit kind.
@@ -319,6 +339,29 @@ mod tests {
                 assert_ne!(a.name, b.name);
             }
         }
+    }
+
+    #[test]
+    fn a_dry_run_sees_through_names_and_rules_that_do_not_fire() {
+        let parent = seed_harnesses()[2].clone(); // diagnostician: rules on evidence
+        let mut renamed = parent.clone();
+        renamed.name = "other".into();
+        renamed.description = "other".into();
+        assert!(parent.same_behaviour(&renamed, &[]));
+        // A rule boosted under `stalled` changes nothing where no run stalled …
+        let mut boosted = parent.clone();
+        let stalled = boosted
+            .rules
+            .iter_mut()
+            .find(|r| r.when == Evidence::Stalled)
+            .unwrap();
+        stalled.boost *= 2.0;
+        assert!(parent.same_behaviour(&boosted, &[vec![Evidence::NoGain]]));
+        // … and everything where one did.
+        assert!(!parent.same_behaviour(&boosted, &[vec![], vec![Evidence::Stalled]]));
+        let mut split = parent.clone();
+        split.budget.reserve = 0.1;
+        assert!(!parent.same_behaviour(&split, &[]));
     }
 
     fn with(edit: &str) -> String {

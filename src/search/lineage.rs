@@ -242,6 +242,22 @@ pub struct EventRecord {
     pub action: Move,
 }
 
+impl EventRecord {
+    /// One line: `<move> after round R [islands]: <diagnosis>` (no island list when none).
+    pub fn headline(&self) -> String {
+        let islands = match self.islands.is_empty() {
+            true => String::new(),
+            false => format!(" {:?}", self.islands),
+        };
+        format!(
+            "{} after round {}{islands}: {}",
+            self.action.kind(),
+            self.round,
+            self.diagnosis
+        )
+    }
+}
+
 /// A part's failure in an island's step (the island skips that round; see
 /// [`super::evolve`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

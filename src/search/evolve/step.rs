@@ -3,7 +3,7 @@
 
 use super::{diff, Search, SearchObserver};
 use crate::error::Result;
-use crate::harness::{seed_harnesses, Harness};
+use crate::harness::{seed_harnesses, Evidence, Harness};
 use crate::program::Program;
 use crate::records::unix_seconds;
 use crate::runner::derive_seed;
@@ -22,6 +22,9 @@ use std::path::Path;
 
 /// Largest number of programs offered to crossover edits.
 const LIBRARY_SIZE: usize = 8;
+
+/// Proposals a mutator gets before a child that behaves as its parent is recorded unevaluated.
+const DRY_RUN_TRIES: usize = 4;
 
 /// How an evaluation in a step ended.
 enum Evaluated {
@@ -299,7 +302,7 @@ impl Search {
         let mutator_name = self.state.islands[island].mutator.clone();
         let mutator = self.parts.mutator(&mutator_name)?;
         let harness_of = |n: &NodeRecord| &self.harnesses[&n.harness];
-        let ctx = MutationContext {
+        let mut ctx = MutationContext {
             parent: (parent, harness_of(parent)),
             co_parent: co_parent.as_ref().map(|n| (n, harness_of(n))),
             history: history.iter().map(|n| (n, harness_of(n))).collect(),
@@ -310,20 +313,42 @@ impl Search {
             },
             seed: rng.gen(),
         };
-        let proposal = match mutator.propose(&ctx) {
-            Ok(proposal) => proposal,
-            Err(e) => {
-                let message = e.to_string();
-                return self.record_failure(
-                    round,
-                    island,
-                    "mutator",
-                    &mutator_name,
-                    message,
-                    observer,
-                );
+        // Dry run: a proposal that would make the agent behave as under the parent (on the
+        // evidence of the parent's latest run) is re-proposed with a fresh seed, a few times.
+        let evidence: Vec<Vec<Evidence>> = parent
+            .evaluation
+            .tasks
+            .iter()
+            .map(|t| t.evidence.clone())
+            .collect();
+        let mut identical = 0;
+        let mut proposal = loop {
+            match mutator.propose(&ctx) {
+                Ok(p) if identical + 1 < DRY_RUN_TRIES
+                    && p.harness.same_behaviour(harness_of(parent), &evidence) =>
+                {
+                    identical += 1;
+                    ctx.seed = rng.gen();
+                }
+                Ok(p) => break p,
+                Err(e) => {
+                    let message = e.to_string();
+                    return self.record_failure(
+                        round,
+                        island,
+                        "mutator",
+                        &mutator_name,
+                        message,
+                        observer,
+                    );
+                }
             }
         };
+        if identical > 0 {
+            proposal.evidence.push(format!(
+                "dry run: {identical} earlier proposal(s) behaved as the parent; re-proposed"
+            ));
+        }
         let mut parents = vec![parent.id.clone()];
         if let Some(co) = &co_parent {
             parents.push(co.id.clone());
@@ -332,8 +357,16 @@ impl Search {
         let child = proposal.harness;
         let id = self.state.next_node_id();
         let forbidden = self.forbidden_words();
-        let (evaluation, parent_evaluation, verdict) = match child.check_general(&forbidden) {
-            Err(reason) => (
+        let unevaluated = match child.check_general(&forbidden) {
+            Err(reason) => Some(format!("not general: {reason}")),
+            Ok(()) if child.same_behaviour(&parent_harness, &evidence) => Some(format!(
+                "behaves as its parent on the evidence of its runs (dry run, {DRY_RUN_TRIES} \
+                 proposals): not evaluated"
+            )),
+            Ok(()) => None,
+        };
+        let (evaluation, parent_evaluation, verdict) = match unevaluated {
+            Some(reason) => (
                 Evaluation {
                     tasks: vec![],
                     fitness: Fitness {
@@ -349,10 +382,10 @@ impl Search {
                     admitted: false,
                     hypervolume_before: 0.0,
                     hypervolume_after: 0.0,
-                    reason: format!("not general: {reason}"),
+                    reason,
                 },
             ),
-            Ok(()) => {
+            None => {
                 let outcome =
                     self.evaluate(&parent_harness, &refs, (island, round), &id, observer)?;
                 let Some(parent_evaluation) = self.finished(outcome, round, island, observer)?

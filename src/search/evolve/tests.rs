@@ -123,8 +123,13 @@ impl Mutator for ScriptedMutator {
         let next = self.children.lock().unwrap().pop_front();
         match next.expect("a scripted child for every call") {
             Ok(name) => {
+                // A real policy change (the tune range) unless the name says `same…`: a
+                // rename alone behaves as the parent, which the dry run catches.
                 let mut harness = ctx.parent.1.clone();
                 harness.name = name.into();
+                if !name.starts_with("same") {
+                    harness.tune_range = 1.0 + (harness.tune_range + name.len() as f64) % 99.0;
+                }
                 Ok(Proposal {
                     harness,
                     evidence: vec![format!("scripted: {name}")],
@@ -312,6 +317,30 @@ fn a_rounds_parent_program_is_the_archives_best_from_the_rounds_before() {
     assert_eq!(programs_of("/r2k"), [format!("{after_seed}+better")]);
     // Validation always runs the suite's program from the frozen starts.
     assert_eq!(programs_of("/v"), [suite_program]);
+}
+
+#[test]
+fn a_child_that_behaves_as_its_parent_is_re_proposed_and_then_recorded_unevaluated() {
+    let dir = tempfile::tempdir().unwrap();
+    let renames = vec![Ok("same-a"), Ok("same-b"), Ok("same-c"), Ok("same-d")];
+    let (search, _, script) = run(dir.path(), 1, renames);
+    // Four proposals (the dry run re-proposed three times), then one unevaluated record.
+    assert_eq!(script.seen.lock().unwrap().len(), 4);
+    let child = node(&search, "n0001");
+    assert_eq!(child.name, "same-d");
+    assert!(!child.admitted() && child.evaluation.tasks.is_empty());
+    assert!(child.verdict.reason.contains("dry run"), "{}", child.verdict.reason);
+    assert!(child.parent_evaluation.is_none());
+    // Only the seed's batches ran: the child cost no evaluation.
+    let batches = script.batches.lock().unwrap();
+    assert!(batches.iter().all(|(name, _, _)| !name.starts_with("same")));
+    // A rename followed by a real change is evaluated, with the dry run in its evidence.
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, _) = run(dir.path(), 1, vec![Ok("same-a"), Ok("better")]);
+    let child = node(&search, "n0001");
+    assert_eq!(child.name, "better");
+    assert!(child.evidence.iter().any(|e| e.starts_with("dry run: 1")));
+    assert!(!child.evaluation.tasks.is_empty());
 }
 
 #[test]
