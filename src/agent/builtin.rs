@@ -13,15 +13,14 @@
 
 use super::{cell_evaluations, Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
 use crate::error::Result;
-use crate::harness::{EditKind, Harness, RevisionBase, RunFrom};
-use crate::program::edits::{self, EditContext};
+use crate::harness::{Harness, RevisionBase, RunFrom};
+use crate::program::edits::{self, EditContext, EditMenu};
 use crate::program::Program;
 use crate::runner::evidence;
 use crate::runner::{
     derive_seed, run_program_scored, trace::cpu_seconds, RunOutcome, RunSettings, Silent,
 };
 use num_rational::BigRational;
-use rand::distributions::{Distribution, WeightedIndex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
@@ -186,7 +185,7 @@ impl OptimizerWriter for BuiltinWriter {
         let mut best = 0;
 
         let weights = harness.edit_weights(&found);
-        let menu = WeightedIndex::new(&weights).ok();
+        let menu = EditMenu::new(&weights);
         let ctx = EditContext {
             problem,
             n: task.start.len(),
@@ -210,7 +209,7 @@ impl OptimizerWriter for BuiltinWriter {
             let mut program = base.clone();
             let mut applied = Vec::new();
             for _ in 0..harness.edits_per_program {
-                let kind = EditKind::ALL[menu.sample(&mut rng)];
+                let kind = menu.draw(&mut rng);
                 if let Some((edited, what)) = edits::apply(kind, &program, &ctx, &mut rng) {
                     program = edited;
                     applied.push(what);

@@ -238,6 +238,34 @@ impl Harness {
             .collect()
     }
 
+    /// The degenerate harness: one revised program of one edit drawn from a uniform menu, no
+    /// rules, the parent's run only as a small baseline. Under it the built-in agent's revision
+    /// is program evolution's mutation step (`alphaevolve`), so MILO searches a superset of
+    /// what program evolution does.
+    pub fn program_evolution() -> Harness {
+        Harness {
+            name: "program-evolution".into(),
+            description: "One edit of a uniformly drawn kind to the parent program, run on \
+                          most of the budget: program evolution's mutation step."
+                .into(),
+            programs: 1,
+            edits_per_program: 1,
+            revise: RevisionBase::Parent,
+            run_from: RunFrom::Start,
+            tune_range: 4.0,
+            stop_after_failures: 0,
+            triage: 0.0,
+            verify_top: 2,
+            budget: BudgetSplit {
+                minimal: 0.05,
+                explore: 0.95,
+                reserve: 0.0,
+            },
+            menu: EditKind::ALL.iter().map(|&k| (k, 1.0)).collect(),
+            rules: Vec::new(),
+        }
+    }
+
     /// Whether the built-in agent behaves identically under `self` and `other` on tasks whose
     /// parent run shows one of the `evidence` sets — a dry run, without an objective evaluation:
     /// every setting but the name and description is equal, and so is the menu as weighted by
@@ -251,7 +279,11 @@ impl Harness {
             ..h.clone()
         };
         let none = [Vec::new()];
-        let sets = if evidence.is_empty() { &none[..] } else { evidence };
+        let sets = if evidence.is_empty() {
+            &none[..]
+        } else {
+            evidence
+        };
         policy(self) == policy(other)
             && sets
                 .iter()
@@ -339,6 +371,29 @@ mod tests {
                 assert_ne!(a.name, b.name);
             }
         }
+    }
+
+    #[test]
+    fn the_degenerate_harness_draws_edits_as_program_evolution_does() {
+        use crate::program::edits::EditMenu;
+        use rand::SeedableRng;
+        let harness = Harness::program_evolution();
+        harness.check().unwrap();
+        let menu = EditMenu::new(&harness.edit_weights(&[Evidence::Stalled])).unwrap();
+        let uniform = EditMenu::uniform();
+        for seed in 0..50 {
+            let mut a = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut b = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let draws: Vec<EditKind> = (0..20).map(|_| menu.draw(&mut a)).collect();
+            let theirs: Vec<EditKind> = (0..20).map(|_| uniform.draw(&mut b)).collect();
+            assert_eq!(draws, theirs, "seed {seed}");
+        }
+        // And the uniform menu reaches every kind.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let mut seen: Vec<EditKind> = (0..500).map(|_| uniform.draw(&mut rng)).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), EditKind::ALL.len());
     }
 
     #[test]

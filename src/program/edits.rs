@@ -16,6 +16,7 @@ use crate::stages::prune_regrow::PruneRegrow;
 use crate::stages::resample::{Resample, ResampleMethod};
 use crate::stages::sequential_lp::SequentialLp;
 use crate::stages::TuneRange;
+use rand::distributions::{Distribution, WeightedIndex};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,27 @@ impl EditKind {
         EditKind::Perturbation,
         EditKind::Crossover,
     ];
+}
+
+/// A weighted menu of edit kinds (one weight per [`EditKind::ALL`], in that order).
+#[derive(Clone, Debug)]
+pub struct EditMenu(WeightedIndex<f64>);
+
+impl EditMenu {
+    /// The menu of `weights`; `None` when no weight is positive.
+    pub fn new(weights: &[f64]) -> Option<EditMenu> {
+        WeightedIndex::new(weights).ok().map(EditMenu)
+    }
+
+    /// Every edit kind with the same weight: program evolution's mutation step.
+    pub fn uniform() -> EditMenu {
+        EditMenu::new(&[1.0; EditKind::ALL.len()]).expect("positive weights")
+    }
+
+    /// Draws an edit kind.
+    pub fn draw(&self, rng: &mut impl Rng) -> EditKind {
+        EditKind::ALL[self.0.sample(rng)]
+    }
 }
 
 /// What an edit may know about the task: the problem, the construction's size, and programs

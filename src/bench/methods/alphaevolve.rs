@@ -13,9 +13,8 @@ use super::{Method, RunContext};
 use crate::agent::{OptimizerWriter, VerbatimWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
-use crate::harness::seed_harnesses;
-use crate::harness::EditKind;
-use crate::program::edits::{self, EditContext};
+use crate::harness::Harness;
+use crate::program::edits::{self, EditContext, EditMenu};
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::suite::{sha256_hex, Task};
@@ -149,7 +148,9 @@ impl Method for ProgramEvolution {
                 initial.push((*task.program).clone());
             }
         }
-        let harness = &seed_harnesses()[0];
+        // The verbatim writer runs each program as it is; the harness it is handed is the
+        // degenerate one whose revision step this method performs itself.
+        let harness = &Harness::program_evolution();
         let problem = ctx.suite.problem.as_ref();
         let n = tasks.first().map_or(1, |t| t.start.values.len());
         let mut seen: HashSet<String> =
@@ -184,8 +185,9 @@ impl Method for ProgramEvolution {
                     tune_range: self.tune_range,
                 };
                 let mut made = (base.clone(), "no new edit found: parent again".to_string());
+                let menu = EditMenu::uniform();
                 for _ in 0..MAX_TRIES {
-                    let kind = EditKind::ALL[rng.gen_range(0..EditKind::ALL.len())];
+                    let kind = menu.draw(&mut rng);
                     if let Some((edited, what)) = edits::apply(kind, &base, &context, &mut rng) {
                         if !seen.contains(&edited.to_toml()) {
                             made = (edited, what);

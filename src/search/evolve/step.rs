@@ -324,8 +324,9 @@ impl Search {
         let mut identical = 0;
         let mut proposal = loop {
             match mutator.propose(&ctx) {
-                Ok(p) if identical + 1 < DRY_RUN_TRIES
-                    && p.harness.same_behaviour(harness_of(parent), &evidence) =>
+                Ok(p)
+                    if identical + 1 < DRY_RUN_TRIES
+                        && p.harness.same_behaviour(harness_of(parent), &evidence) =>
                 {
                     identical += 1;
                     ctx.seed = rng.gen();

@@ -329,7 +329,11 @@ fn a_child_that_behaves_as_its_parent_is_re_proposed_and_then_recorded_unevaluat
     let child = node(&search, "n0001");
     assert_eq!(child.name, "same-d");
     assert!(!child.admitted() && child.evaluation.tasks.is_empty());
-    assert!(child.verdict.reason.contains("dry run"), "{}", child.verdict.reason);
+    assert!(
+        child.verdict.reason.contains("dry run"),
+        "{}",
+        child.verdict.reason
+    );
     assert!(child.parent_evaluation.is_none());
     // Only the seed's batches ran: the child cost no evaluation.
     let batches = script.batches.lock().unwrap();
