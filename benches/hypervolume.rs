@@ -1,9 +1,8 @@
-//! Criterion benches of the exact 3-D hypervolume and of one admission decision on seeded random
-//! fronts of n = 10, 100 and 1,000 mutually non-dominated points.
+//! Criterion benches of the exact 3-D hypervolume and of one point's exclusive contribution on
+//! seeded random fronts of n = 10, 100 and 1,000 mutually non-dominated points.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use milo::search::admission::admit;
-use milo::search::hypervolume::{hypervolume, Fitness};
+use milo::search::hypervolume::{contribution, hypervolume, Fitness};
 use rand::{Rng, SeedableRng};
 
 /// n points on the surface quality² + (1 − cost)² + (1 − latency)² = 1 (cost, latency in [0, 1]):
@@ -38,14 +37,9 @@ fn bench_hypervolume(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("volume", n), &front, |b, f| {
             b.iter(|| hypervolume(f, reference))
         });
-        let named: Vec<(String, Fitness)> = front
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (format!("n{i}"), *f))
-            .collect();
         let child = sphere_front(1, 12)[0];
-        group.bench_with_input(BenchmarkId::new("admit", n), &named, |b, f| {
-            b.iter(|| admit(f, child, reference))
+        group.bench_with_input(BenchmarkId::new("contribution", n), &front, |b, f| {
+            b.iter(|| contribution(f, child, reference))
         });
     }
     group.finish();

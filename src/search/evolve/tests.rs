@@ -308,10 +308,10 @@ fn a_rounds_parent_program_is_the_archives_best_from_the_rounds_before() {
     };
     let suite_program = "third-default".to_string();
     let seed = node(&search, "n0000").name.clone();
-    assert_eq!(programs_of("/r0k"), [suite_program.clone()]);
+    assert_eq!(programs_of("/r0k"), std::slice::from_ref(&suite_program));
     // Round 1 runs the seed's program (the only one in the archive).
     let after_seed = format!("{suite_program}+{seed}");
-    assert_eq!(programs_of("/r1k"), [after_seed.clone()]);
+    assert_eq!(programs_of("/r1k"), std::slice::from_ref(&after_seed));
     // In round 1 the child `better` reached better scores than its parent's re-run, so round 2
     // runs its program.
     assert_eq!(programs_of("/r2k"), [format!("{after_seed}+better")]);
