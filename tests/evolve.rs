@@ -164,7 +164,7 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
     assert_eq!(provenance["score_exact"], best_end.as_str());
 }
 
-/// A round's promotions: slot → exact score of the promoted start.
+/// A round's promotions: start label → exact score of the promoted construction.
 fn promotions(records: &[Value], round: u64) -> Vec<(String, String)> {
     records
         .iter()
@@ -173,7 +173,7 @@ fn promotions(records: &[Value], round: u64) -> Vec<(String, String)> {
         .map(|r| {
             let m = &r["move"];
             (
-                m["slot"].as_str().unwrap().into(),
+                m["start"].as_str().unwrap().into(),
                 m["exact"].as_str().unwrap().into(),
             )
         })
@@ -208,28 +208,38 @@ fn promoted_discoveries_are_the_next_rounds_starts() {
             .flat_map(|r| r["evaluation"]["tasks"].as_array().unwrap().clone())
             .collect()
     };
-    // The unoptimized tiny starts always improve: round 0 promotes both search slots, each to
+    // The unoptimized tiny starts always improve: round 0 promotes both search starts, each to
     // the best end score any of its round-0 tasks reached.
     let promoted = promotions(&records, 0);
     assert_eq!(promoted.len(), 2, "{promoted:?}");
     let round0 = tasks_of(0);
-    for (slot, exact) in &promoted {
+    for (start, exact) in &promoted {
         let best = round0
             .iter()
-            .filter(|t| t["task"].as_str().unwrap().starts_with(&format!("{slot}/")))
+            .filter(|t| {
+                t["task"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{start}/"))
+            })
             .map(|t| t["end_exact"].as_str().unwrap().parse::<f64>().unwrap())
             .fold(f64::INFINITY, f64::min);
-        assert_eq!(exact.parse::<f64>().unwrap(), best, "{slot}");
+        assert_eq!(exact.parse::<f64>().unwrap(), best, "{start}");
         assert!(run_dir.join("starts").read_dir().unwrap().count() >= 2);
-        // Every round-1 task of the slot starts from it, with fresh seeds.
+        // Every round-1 task on that start starts from it, with fresh seeds.
         let round1 = tasks_of(1);
-        let of_slot: Vec<&Value> = round1
+        let on_start: Vec<&Value> = round1
             .iter()
-            .filter(|t| t["task"].as_str().unwrap().starts_with(&format!("{slot}/")))
+            .filter(|t| {
+                t["task"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{start}/"))
+            })
             .collect();
-        assert!(!of_slot.is_empty());
-        for t in of_slot {
-            assert_eq!(&t["start_exact"], exact.as_str(), "{slot}");
+        assert!(!on_start.is_empty());
+        for t in on_start {
+            assert_eq!(&t["start_exact"], exact.as_str(), "{start}");
         }
     }
 }

@@ -202,12 +202,12 @@ pub enum Move {
         /// The new search slot ids.
         tasks: Vec<String>,
     },
-    /// A slot's best construction of a round becomes its start (`--promote-discoveries`).
+    /// A start's best construction of a round replaces it (`--promote-discoveries`).
     Promote {
-        /// The slot (`<start label>/<program name>`).
-        slot: String,
-        /// Content address of the construction (`starts/<hash>.json` in the run directory).
+        /// The suite start's label (every slot on it runs from the construction).
         start: String,
+        /// Content address of the construction (`starts/<hash>.json` in the run directory).
+        construction: String,
         /// Its exact score (40 significant digits).
         exact: String,
         /// The node whose evaluation found it.

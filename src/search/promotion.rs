@@ -1,14 +1,15 @@
 //! Promoted starts (`--promote-discoveries`): the constructions of compounding.
 //!
-//! During a round, an evaluation's improvement on a slot that beats the slot's current start
-//! and every construction saved for the slot earlier in the round is saved content-addressed as
-//! `starts/<hash>.json` in the run directory (the task result names the hash). At the round's
-//! end, each slot's best saved construction of the round that beats the slot's start exactly is
-//! promoted: a `promote` move in the lineage, after which the slot's tasks start from it. The
-//! decisions read only recorded results, so a resumed run makes the same ones.
+//! During a round, an evaluation's improvement of a start (over every program run on it) that
+//! beats every construction saved for that start earlier in the round is saved content-addressed
+//! as `starts/<hash>.json` in the run directory (the task result names the hash). At the round's
+//! end, each start's best saved construction of the round that beats its current construction
+//! exactly is promoted: a `promote` move in the lineage, after which every slot on that start
+//! (every program) starts from it. The decisions read only recorded results, so a resumed run
+//! makes the same ones.
 
 use super::archive::search_evaluations;
-use super::round_tasks::{better_text, slot_of};
+use super::round_tasks::{better_text, start_of};
 use super::state::SearchState;
 use crate::construction::{read_values, to_json};
 use crate::error::{MiloError, Result};
@@ -50,10 +51,10 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
     Ok(sha256)
 }
 
-/// Loads the construction with content address `hash` as a start of `slot` (a slot or task
-/// id; the label is its start label plus `@hash`): its content checked against the address, its
-/// validity checked, its score computed exactly.
-pub fn load(run: &Path, hash: &str, slot: &str, problem: &dyn Problem) -> Result<Start> {
+/// Loads the construction with content address `hash` as a start for `id` (a start label, slot
+/// or task id; the new label is the start label plus `@hash`): its content checked against the
+/// address, its validity checked, its score computed exactly.
+pub fn load(run: &Path, hash: &str, id: &str, problem: &dyn Problem) -> Result<Start> {
     let path = start_path(run, hash);
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
     let actual = sha256_hex(text.as_bytes());
@@ -72,7 +73,7 @@ pub fn load(run: &Path, hash: &str, slot: &str, problem: &dyn Problem) -> Result
     })?;
     let exact = problem.score_exact(&values);
     Ok(Start {
-        label: format!("{}@{hash}", slot.split('/').next().unwrap_or(slot)),
+        label: format!("{}@{hash}", start_of(id)),
         path,
         sha256: actual,
         split: Split::Search,
@@ -81,11 +82,11 @@ pub fn load(run: &Path, hash: &str, slot: &str, problem: &dyn Problem) -> Result
     })
 }
 
-/// A slot's best saved construction of a round.
+/// A start's best saved construction of a round.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundBest {
-    /// The slot.
-    pub slot: String,
+    /// The start's label.
+    pub start: String,
     /// Content address of the construction.
     pub hash: String,
     /// Its exact score (40 significant digits).
@@ -94,7 +95,7 @@ pub struct RoundBest {
     pub node: String,
 }
 
-/// Per slot (in first-seen order), the best construction saved in `round` (ties: the first).
+/// Per start (in first-seen order), the best construction saved in `round` (ties: the first).
 pub fn round_bests(state: &SearchState, problem: &dyn Problem, round: usize) -> Vec<RoundBest> {
     let mut bests: Vec<RoundBest> = Vec::new();
     for node in state.nodes.iter().filter(|n| n.round == round) {
@@ -103,14 +104,14 @@ pub fn round_bests(state: &SearchState, problem: &dyn Problem, round: usize) -> 
                 let Some(hash) = &task.construction else {
                     continue;
                 };
-                let slot = slot_of(&task.task);
+                let start = start_of(&task.task);
                 let candidate = RoundBest {
-                    slot: slot.to_string(),
+                    start: start.to_string(),
                     hash: hash.clone(),
                     exact: task.end_exact.clone(),
                     node: node.id.clone(),
                 };
-                match bests.iter_mut().find(|b| b.slot == slot) {
+                match bests.iter_mut().find(|b| b.start == start) {
                     Some(b) if better_text(problem, &task.end_exact, &b.exact) => *b = candidate,
                     Some(_) => {}
                     None => bests.push(candidate),
@@ -121,16 +122,16 @@ pub fn round_bests(state: &SearchState, problem: &dyn Problem, round: usize) -> 
     bests
 }
 
-/// The best score saved for `slot` in `round` so far (what a new construction must beat to be
-/// saved).
+/// The best score saved for the start labelled `start` in `round` so far (what a new
+/// construction must beat to be saved).
 pub fn saved_best(
     state: &SearchState,
     problem: &dyn Problem,
     round: usize,
-    slot: &str,
+    start: &str,
 ) -> Option<String> {
     round_bests(state, problem, round)
         .into_iter()
-        .find(|b| b.slot == slot)
+        .find(|b| b.start == start)
         .map(|b| b.exact)
 }

@@ -3,7 +3,8 @@
 //! The suite's tasks without their seeds are *slots* (`<start label>/<program name>`). Round r
 //! runs `tasks_per_round` tasks over the current search slots in turn, each with a seed fresh
 //! to the round (derived from the run's seed, the round and the task's position), starting from
-//! the slot's current start (the suite's, or one promoted by [`super::promotion`]) with the
+//! the current start of the slot's start label (the suite's, or one promoted by
+//! [`super::promotion`]) with the
 //! slot's current parent program (the suite's, or the best of [`super::archive`]). Every
 //! harness of a round sees the same tasks: common random numbers between a parent and its child.
 //!
@@ -25,6 +26,11 @@ const VALIDATION_STREAM: u64 = 0x7A1_1DA7E;
 /// The slot of a task id: the id without its last component (the seed or round part).
 pub fn slot_of(task_id: &str) -> &str {
     task_id.rsplit_once('/').map_or(task_id, |(slot, _)| slot)
+}
+
+/// The start label of a slot or task id (its first component).
+pub fn start_of(id: &str) -> &str {
+    id.split_once('/').map_or(id, |(start, _)| start)
 }
 
 /// A slot: a start × a parent program of the suite, with the suite task it was read from.

@@ -61,7 +61,8 @@ pub struct SearchState {
     pub rounds_done: usize,
     /// Content hashes of every rejected harness.
     pub rejected: HashSet<String>,
-    /// Each promoted slot's current start: slot id → content address (`--promote-discoveries`).
+    /// Each promoted start's current construction: start label → content address
+    /// (`--promote-discoveries`).
     pub promoted: BTreeMap<String, String>,
     index: HashMap<String, usize>,
     /// Node id → index of the latest node that re-evaluated it as a parent.
@@ -170,8 +171,12 @@ impl SearchState {
                     island.stalled_rounds = 0;
                 }
             }
-            Move::Promote { slot, start, .. } => {
-                self.promoted.insert(slot.clone(), start.clone());
+            Move::Promote {
+                start,
+                construction,
+                ..
+            } => {
+                self.promoted.insert(start.clone(), construction.clone());
             }
         }
         self.events.push(event.clone());

@@ -10,7 +10,7 @@ use crate::search::archive;
 use crate::search::evaluation::{Discovery, Evaluation};
 use crate::search::lineage::{EventRecord, LineageRecord, Move};
 use crate::search::promotion;
-use crate::search::round_tasks::{self, slot_of, Slot, SlotStart};
+use crate::search::round_tasks::{self, start_of, Slot, SlotStart};
 use crate::suite::{Start, Task};
 use std::path::Path;
 use std::sync::Arc;
@@ -24,11 +24,11 @@ impl Search {
         }
     }
 
-    /// A slot's current start: the promoted one, or the suite's.
+    /// A slot's current start: its start's promoted construction, or the suite's start.
     fn slot_start(&self, slot: &Slot) -> Arc<Start> {
         self.state
             .promoted
-            .get(&slot.id)
+            .get(&slot.template.start.label)
             .and_then(|hash| self.starts.get(hash))
             .cloned()
             .unwrap_or_else(|| slot.template.start.clone())
@@ -59,8 +59,8 @@ impl Search {
         tasks
     }
 
-    /// Saves the improvements of `evaluation` (made in `round`) that could become their slot's
-    /// start: per slot, the best one, when it beats every construction saved for the slot in the
+    /// Saves the improvements of `evaluation` (made in `round`) that could replace their start:
+    /// per start, the best one, when it beats every construction saved for that start in the
     /// round so far; the task result names the saved file.
     pub(super) fn save_candidate_starts(
         &mut self,
@@ -73,19 +73,21 @@ impl Search {
         }
         let problem = self.suite.problem.as_ref();
         let direction = problem.spec().direction;
-        let mut best_per_slot: Vec<&Discovery> = Vec::new();
+        let mut best_per_start: Vec<&Discovery> = Vec::new();
         for d in discoveries {
-            let slot = slot_of(&d.task);
-            match best_per_slot.iter_mut().find(|b| slot_of(&b.task) == slot) {
+            let start = start_of(&d.task);
+            match best_per_start
+                .iter_mut()
+                .find(|b| start_of(&b.task) == start)
+            {
                 Some(b) if direction.better(&d.exact, &b.exact) => *b = d,
                 Some(_) => {}
-                None => best_per_slot.push(d),
+                None => best_per_start.push(d),
             }
         }
-        for d in best_per_slot {
-            let slot = slot_of(&d.task);
+        for d in best_per_start {
             let exact = decimal_string(&d.exact, 40);
-            let saved = promotion::saved_best(&self.state, problem, round, slot);
+            let saved = promotion::saved_best(&self.state, problem, round, start_of(&d.task));
             if saved.is_some_and(|s| !round_tasks::better_text(problem, &exact, &s)) {
                 continue;
             }
@@ -97,9 +99,9 @@ impl Search {
         Ok(())
     }
 
-    /// Promotes, for each slot, the best construction saved in `round` when it beats the slot's
-    /// current start exactly (`--promote-discoveries`); a promotion already recorded is not made
-    /// again, so a resumed run makes the same ones.
+    /// Promotes, for each start, the best construction saved in `round` when it beats the
+    /// start's current construction exactly (`--promote-discoveries`); a promotion already
+    /// recorded is not made again, so a resumed run makes the same ones.
     pub(super) fn promote(
         &mut self,
         round: usize,
@@ -113,9 +115,13 @@ impl Search {
         for best in bests {
             let recorded = self.state.events.iter().any(|e| {
                 e.round == round
-                    && matches!(&e.action, Move::Promote { slot, .. } if *slot == best.slot)
+                    && matches!(&e.action, Move::Promote { start, .. } if *start == best.start)
             });
-            let Some(slot) = self.slots.iter().find(|s| s.id == best.slot) else {
+            let Some(slot) = self
+                .slots
+                .iter()
+                .find(|s| s.template.start.label == best.start)
+            else {
                 continue;
             };
             if recorded {
@@ -123,7 +129,7 @@ impl Search {
             }
             let current = self.slot_start(slot);
             let problem = self.suite.problem.as_ref();
-            let start = promotion::load(&self.dir, &best.hash, &best.slot, problem)?;
+            let start = promotion::load(&self.dir, &best.hash, &best.start, problem)?;
             if !direction.better(&start.exact, &current.exact) {
                 continue;
             }
@@ -131,17 +137,17 @@ impl Search {
                 round,
                 islands: vec![],
                 diagnosis: format!(
-                    "slot {}: the round's best construction ({}, node {}) beats its start {} ({}); \
-                     its tasks start from it",
-                    best.slot,
+                    "start {}: the round's best construction ({}, node {}) beats its current one {} \
+                     ({}); every program on it starts from it",
+                    best.start,
                     best.exact,
                     best.node,
                     current.label,
                     decimal_string(&current.exact, 40)
                 ),
                 action: Move::Promote {
-                    slot: best.slot.clone(),
-                    start: best.hash.clone(),
+                    start: best.start.clone(),
+                    construction: best.hash.clone(),
                     exact: best.exact.clone(),
                     node: best.node.clone(),
                 },

@@ -165,8 +165,8 @@ impl Search {
         let validation =
             round_tasks::validation_tasks(&held_out, config.seed, config.tasks_per_round);
         let mut starts = HashMap::new();
-        for (slot, hash) in &state.promoted {
-            let start = promotion::load(dir, hash, slot, suite.problem.as_ref())?;
+        for (label, hash) in &state.promoted {
+            let start = promotion::load(dir, hash, label, suite.problem.as_ref())?;
             starts.insert(hash.clone(), Arc::new(start));
         }
         Ok(Search {
