@@ -77,18 +77,22 @@ impl Search {
     ) -> Result<Evaluated> {
         let ids = Self::task_ids(tasks);
         let hash = harness.content_hash();
-        let known = self
-            .state
-            .nodes
-            .iter()
-            .filter(|n| n.harness == hash)
-            .find_map(|n| {
-                [Some(&n.evaluation), n.validation.as_ref()]
-                    .into_iter()
-                    .flatten()
-                    .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
-                    .cloned()
-            });
+        let state = &self.state;
+        let parent_harness = |n: &NodeRecord| {
+            let parent = n.parents.first().and_then(|id| state.node(id));
+            parent.map(|p| p.harness.as_str())
+        };
+        let known = state.nodes.iter().find_map(|n| {
+            let own = (n.harness == hash).then_some([Some(&n.evaluation), n.validation.as_ref()]);
+            let rerun =
+                (parent_harness(n) == Some(hash.as_str())).then_some(n.parent_evaluation.as_ref());
+            own.into_iter()
+                .flatten()
+                .chain(rerun)
+                .flatten()
+                .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
+                .cloned()
+        });
         if let Some(mut known) = known {
             known.reused = true;
             return Ok(Evaluated::Done(known));

@@ -177,7 +177,17 @@ fn run(
     rounds: usize,
     children: Vec<std::result::Result<&'static str, &'static str>>,
 ) -> (Search, Stop, Script) {
-    let config = RunConfig {
+    run_with(dir, rounds, children, |_| {})
+}
+
+/// [`run`] with the settings changed by `adjust`.
+fn run_with(
+    dir: &Path,
+    rounds: usize,
+    children: Vec<std::result::Result<&'static str, &'static str>>,
+    adjust: impl FnOnce(&mut RunConfig),
+) -> (Search, Stop, Script) {
+    let mut config = RunConfig {
         suite: SUITE.into(),
         islands: 1,
         rounds: Some(rounds),
@@ -202,6 +212,7 @@ fn run(
         tasks_per_round: SEARCH_TASKS,
         promote_discoveries: false,
     };
+    adjust(&mut config);
     let script = Script {
         batches: Arc::default(),
         seen: Arc::default(),
@@ -345,6 +356,38 @@ fn a_child_that_behaves_as_its_parent_is_re_proposed_and_then_recorded_unevaluat
     assert_eq!(child.name, "better");
     assert!(child.evidence.iter().any(|e| e.starts_with("dry run: 1")));
     assert!(!child.evaluation.tasks.is_empty());
+}
+
+#[test]
+fn with_harness_evolution_off_the_best_seed_runs_once_per_round_and_is_reused_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, script) = run_with(dir.path(), 2, vec![], |config| {
+        config.islands = 2;
+        config.components.harness_evolution = false;
+    });
+    // No mutator was asked; each round the first island runs the best seed on the round's
+    // tasks and the second reuses that evaluation, uncharged.
+    assert!(script.seen.lock().unwrap().is_empty());
+    for round in 1..=2 {
+        let nodes: Vec<&NodeRecord> = search
+            .state()
+            .nodes
+            .iter()
+            .filter(|n| n.round == round)
+            .collect();
+        assert_eq!(nodes.len(), 2);
+        assert!(nodes.iter().all(|n| n.mutator == "frozen" && !n.admitted()));
+        assert_eq!(nodes[0].harness, nodes[1].harness);
+        assert!(!nodes[0].evaluation.reused && nodes[1].evaluation.reused);
+        let ran = script
+            .batches
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, ids, _)| ids[0].contains(&format!("/r{round}k")))
+            .count();
+        assert_eq!(ran, 1, "round {round}");
+    }
 }
 
 #[test]
