@@ -97,7 +97,10 @@ fn a_run_report_has_its_figures_and_the_numbers_of_its_lineage() {
         .iter()
         .filter(|n| n["verdict"]["admitted"] == true)
         .count();
-    let events = records.iter().filter(|r| r["record"] == "event").count();
+    let events = records
+        .iter()
+        .filter(|r| r["record"] == "event" && r["move"]["kind"] != "promote")
+        .count();
     assert!(html.contains(&fact("nodes", &nodes.len().to_string())));
     assert!(html.contains(&fact("admitted", &admitted.to_string())));
     assert!(html.contains(&fact("rejected", &(nodes.len() - admitted).to_string())));
@@ -106,10 +109,10 @@ fn a_run_report_has_its_figures_and_the_numbers_of_its_lineage() {
     let (best, node) = nodes
         .iter()
         .flat_map(|n| {
-            n["evaluation"]["tasks"]
-                .as_array()
-                .unwrap()
-                .iter()
+            ["evaluation", "parent_evaluation"]
+                .into_iter()
+                .filter_map(|key| n[key]["tasks"].as_array())
+                .flatten()
                 .filter(|t| t["split"] == "search")
                 .map(move |t| (t["end_exact"].as_str().unwrap(), n["id"].as_str().unwrap()))
         })

@@ -3,10 +3,11 @@
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
+use crate::search::archive::search_evaluations;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
 use crate::search::lineage::{
-    EventRecord, FailureRecord, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+    EventRecord, FailureRecord, Move, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
@@ -228,9 +229,9 @@ fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
     let direction = search.suite().problem.spec().direction;
     let mut best: Option<(f64, String, String, String, usize)> = None;
     for node in &search.state().nodes {
-        for t in [Some(&node.evaluation), node.validation.as_ref()]
-            .into_iter()
-            .flatten()
+        let searched = search_evaluations(node);
+        for t in searched
+            .chain(node.validation.as_ref())
             .flat_map(|e| &e.tasks)
         {
             let score: f64 = t.end_exact.parse().unwrap_or(f64::NAN);
@@ -258,14 +259,34 @@ fn summarise(search: &Search, stop: Stop) {
         Stop::Budget => "the CPU budget is spent",
     };
     let admitted = state.nodes.iter().filter(|n| n.admitted()).count();
+    let promotions = state
+        .events
+        .iter()
+        .filter(|e| matches!(e.action, Move::Promote { .. }))
+        .count();
     println!(
-        "milo evolve: {why} after {} rounds: {} nodes ({admitted} admitted, {} rejected), {} orchestrator moves, {} islands",
+        "milo evolve: {why} after {} rounds: {} nodes ({admitted} admitted, {} rejected), {} orchestrator moves, {promotions} promotions, {} islands",
         state.rounds_done,
         state.nodes.len(),
         state.nodes.len() - admitted,
-        state.events.len(),
+        state.events.len() - promotions,
         state.islands.len()
     );
+    // Each island's best beside its held-out validation: does the champion replicate?
+    for island in 0..state.islands.len() {
+        if let Some(best) = state.island_best(island) {
+            let validation = best
+                .validation
+                .as_ref()
+                .map_or("not validated".into(), |v| {
+                    format!("{:.3}", v.fitness.quality)
+                });
+            println!(
+                "island {island} best {} ({}): search quality {:.3}, validation quality {validation}",
+                best.id, best.name, best.evaluation.fitness.quality
+            );
+        }
+    }
     if let Some((score, task, node, island)) = best_result(search) {
         println!("best construction score: {score} (task {task}, node {node}, island {island})");
     }

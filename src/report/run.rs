@@ -12,9 +12,10 @@ use crate::error::{MiloError, Result};
 use crate::exact::rational::parse_decimal;
 use crate::problems::spec::Direction;
 use crate::problems::Problem;
+use crate::search::archive::search_evaluations;
 use crate::search::evaluation::TaskResult;
 use crate::search::evolve::BEST_FILE;
-use crate::search::lineage::{read_records, NodeRecord, LINEAGE_FILE};
+use crate::search::lineage::{read_records, Move, NodeRecord, LINEAGE_FILE};
 use crate::search::state::SearchState;
 use crate::suite::{Split, Suite};
 use num_rational::BigRational;
@@ -27,11 +28,11 @@ struct Scored<'a> {
     exact: BigRational,
 }
 
-/// The best search-task end score of `node` in `direction` (the first on ties).
+/// The best search-task end score of `node` (its own evaluation and its parent's re-run) in
+/// `direction` (the first on ties).
 fn node_best(node: &NodeRecord, direction: Direction) -> Option<Scored<'_>> {
-    node.evaluation
-        .tasks
-        .iter()
+    search_evaluations(node)
+        .flat_map(|e| &e.tasks)
         .filter(|t| t.split == Split::Search)
         .filter_map(|task| {
             Some(Scored {
@@ -100,11 +101,20 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             }
         });
     page.heading("Result");
+    let promotions = state
+        .events
+        .iter()
+        .filter(|e| matches!(e.action, Move::Promote { .. }))
+        .count();
     let mut facts = vec![
         ("nodes", state.nodes.len().to_string()),
         ("admitted", admitted.to_string()),
         ("rejected", (state.nodes.len() - admitted).to_string()),
-        ("orchestrator moves", state.events.len().to_string()),
+        (
+            "orchestrator moves",
+            (state.events.len() - promotions).to_string(),
+        ),
+        ("promotions", promotions.to_string()),
     ];
     if let Some(best) = &best {
         facts.extend([
