@@ -225,18 +225,12 @@ impl Method for ProgramEvolution {
                 promoted,
             })?;
         }
-        if log.validation.is_none() {
-            if let Some(best) = log.best(ctx.cpu_seconds) {
-                let program = parse(&log.steps[best])?;
-                let tasks = with_program(&ctx.validation_tasks(), &program);
-                let evaluation = ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])?;
-                if ctx.cancel.is_cancelled() {
-                    return Ok(None);
-                }
-                log.validation(best, evaluation)?;
-            }
-        }
-        Ok(Some(log.trajectory()))
+        let validated = log.validate_best(ctx.cpu_seconds, &ctx.cancel, |best| {
+            let program = parse(best)?;
+            let tasks = with_program(&ctx.validation_tasks(), &program);
+            ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])
+        })?;
+        Ok(validated.then(|| log.trajectory()))
     }
 }
 

@@ -10,7 +10,6 @@ use crate::agent::{BuiltinWriter, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::seed_harnesses;
-use crate::runner::derive_seed;
 
 /// The Best-of-N baseline.
 pub struct BestOfN;
@@ -30,12 +29,7 @@ impl Method for BestOfN {
             }
             let k = log.steps.len();
             let (harness, sample) = (&seeds[k % seeds.len()], k / seeds.len());
-            let mut tasks = current.tasks().to_vec();
-            if sample > 0 {
-                for task in &mut tasks {
-                    task.seed = derive_seed(derive_seed(task.seed, ctx.seed), sample as u64);
-                }
-            }
+            let tasks = ctx.resampled(current.tasks().to_vec(), sample);
             let (evaluation, discoveries) =
                 ctx.evaluate_with_discoveries(BuiltinWriter.name(), harness, &tasks, &[])?;
             if ctx.cancel.is_cancelled() {
@@ -58,17 +52,10 @@ impl Method for BestOfN {
                 promoted,
             })?;
         }
-        if log.validation.is_none() {
-            if let Some(best) = log.best(ctx.cpu_seconds) {
-                let harness = &seeds[best % seeds.len()];
-                let evaluation =
-                    ctx.evaluate(BuiltinWriter.name(), harness, &ctx.validation_tasks(), &[])?;
-                if ctx.cancel.is_cancelled() {
-                    return Ok(None);
-                }
-                log.validation(best, evaluation)?;
-            }
-        }
-        Ok(Some(log.trajectory()))
+        let validated = log.validate_best(ctx.cpu_seconds, &ctx.cancel, |best| {
+            let harness = &seeds[best.index % seeds.len()];
+            ctx.evaluate(BuiltinWriter.name(), harness, &ctx.validation_tasks(), &[])
+        })?;
+        Ok(validated.then(|| log.trajectory()))
     }
 }

@@ -3,6 +3,7 @@
 
 use super::super::trajectory::{best_candidate, within_budget, Trajectory, TrajectoryStep};
 use super::promotion::Promotion;
+use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::records::{unix_seconds, AppendLog};
 use crate::search::evaluation::Evaluation;
@@ -104,6 +105,28 @@ impl BaselineLog {
         self.log.append(&record)?;
         self.apply(record);
         Ok(())
+    }
+
+    /// Validates the best step within `budget` CPU seconds once (not again on resume):
+    /// `evaluate` runs that step's candidate on the validation tasks. `false` when `cancel` stopped it (nothing is
+    /// recorded; running it again resumes).
+    pub fn validate_best(
+        &mut self,
+        budget: f64,
+        cancel: &CancelToken,
+        evaluate: impl FnOnce(&StepRecord) -> Result<Evaluation>,
+    ) -> Result<bool> {
+        if self.validation.is_some() {
+            return Ok(true);
+        }
+        if let Some(best) = self.best(budget) {
+            let evaluation = evaluate(&self.steps[best])?;
+            if cancel.is_cancelled() {
+                return Ok(false);
+            }
+            self.validation(best, evaluation)?;
+        }
+        Ok(true)
     }
 
     /// CPU seconds the search tasks took so far.

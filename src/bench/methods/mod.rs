@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::executor::LocalThreads;
 use crate::harness::Harness;
 use crate::program::Program;
+use crate::runner::derive_seed;
 use crate::search::evaluation::{
     evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Quality,
 };
@@ -98,6 +99,17 @@ impl RunContext<'_> {
     /// The suite's search tasks.
     pub fn search_tasks(&self) -> Vec<Task> {
         self.suite.search_tasks().cloned().collect()
+    }
+
+    /// `tasks` with seeds fresh to `sample` (derived from each task's seed and the run's);
+    /// sample 0 keeps the tasks' own seeds, as every method's first evaluation does.
+    pub fn resampled(&self, mut tasks: Vec<Task>, sample: usize) -> Vec<Task> {
+        if sample > 0 {
+            for task in &mut tasks {
+                task.seed = derive_seed(derive_seed(task.seed, self.seed), sample as u64);
+            }
+        }
+        tasks
     }
 
     /// The suite's validation tasks.

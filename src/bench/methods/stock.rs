@@ -10,7 +10,6 @@ use crate::agent::{OptimizerWriter, VerbatimWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::seed_harnesses;
-use crate::runner::derive_seed;
 
 /// The stock-program baseline.
 pub struct Stock;
@@ -30,12 +29,7 @@ impl Method for Stock {
                 return Ok(None);
             }
             let step = log.steps.len();
-            let mut tasks = current.tasks().to_vec();
-            if step > 0 {
-                for task in &mut tasks {
-                    task.seed = derive_seed(derive_seed(task.seed, ctx.seed), step as u64);
-                }
-            }
+            let tasks = ctx.resampled(current.tasks().to_vec(), step);
             let (evaluation, discoveries) =
                 ctx.evaluate_with_discoveries(VerbatimWriter.name(), harness, &tasks, &[])?;
             if ctx.cancel.is_cancelled() {
@@ -54,17 +48,10 @@ impl Method for Stock {
                 promoted,
             })?;
         }
-        if log.validation.is_none() {
-            if let Some(best) = log.best(ctx.cpu_seconds) {
-                let tasks = ctx.validation_tasks();
-                let evaluation = ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])?;
-                if ctx.cancel.is_cancelled() {
-                    return Ok(None);
-                }
-                log.validation(best, evaluation)?;
-            }
-        }
-        Ok(Some(log.trajectory()))
+        let validated = log.validate_best(ctx.cpu_seconds, &ctx.cancel, |_| {
+            ctx.evaluate(VerbatimWriter.name(), harness, &ctx.validation_tasks(), &[])
+        })?;
+        Ok(validated.then(|| log.trajectory()))
     }
 }
 
