@@ -19,6 +19,10 @@ pub const EXIT_REMOTE: i32 = 4;
 /// Exit code of `milo arena pull` when every pulled entry is valid but some arena score disagrees
 /// with the exact re-verification (an invalid entry gives [`EXIT_INVALID`] instead).
 pub const EXIT_MISMATCH: i32 = 5;
+/// Exit code of `milo arena submit` (and of a campaign's submission) when the arena's rules would
+/// drop the construction (rejected by the threshold, or discarded behind our own entry): nothing
+/// was sent. `--force` sends it anyway.
+pub const EXIT_WOULD_BE_DROPPED: i32 = 9;
 
 /// A rule of a problem broken by a construction, with the first offending index and value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

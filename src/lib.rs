@@ -4,7 +4,8 @@
 //! - [`problems`]: the four arena problems, one folder each (rules, scores, surrogate, models of
 //!   the problem-specific stages) beside their data files;
 //! - [`construction`]: reading and writing construction files;
-//! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
+//! - [`arena`]: the EinsteinArena client: `pull` (saved, re-verified leaderboards), `submit`
+//!   (exact pre-checks against the live rules, inline or blob, a ledger), `status`;
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
@@ -24,12 +25,14 @@
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
 //! - [`search`]: the MILO search over harnesses (hypervolume admission, parent selection…);
 //! - [`bench`](mod@bench): benchmarks of search strategies (results, verdicts, ladder);
-//! - [`report`]: HTML reports with figures of a search run or a benchmark;
+//! - [`campaign`]: from a live leaderboard to a verified submission (pull, freeze, search, offer);
+//! - [`report`]: HTML reports with figures of a search run, a campaign or a benchmark;
 //! - [`cli`]: the `milo` command line.
 
 pub mod agent;
 pub mod arena;
 pub mod bench;
+pub mod campaign;
 pub mod cancel;
 pub mod cli;
 pub mod construction;

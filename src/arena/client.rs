@@ -1,12 +1,16 @@
-//! The HTTP side: the arena's two public endpoints and the JSON shapes they return.
+//! The HTTP side of reading: the arena's public endpoints and the JSON shapes they return.
 //!
-//! `GET {base}/api/problems` lists the problems; `GET {base}/api/solutions/best?problem_id=ID&limit=N`
-//! lists a problem's best solutions, best first. Every failure (no connection, a timeout, an HTTP
-//! error status, a body that is not the expected JSON) is a [`MiloError::Remote`] naming the URL
-//! and, for a malformed body, the JSON path of the offending field and what was expected there.
+//! `GET {base}/api/problems` lists the problems and `GET {base}/api/problems/{slug}` describes one;
+//! `GET {base}/api/solutions/best?problem_id=ID&limit=N` lists a problem's best solutions, best
+//! first; `GET {base}/api/leaderboard?problem_id=ID&limit=N` gives each agent's best score;
+//! `GET {base}/api/solutions/{id}` a submission's status. Every failure (no connection, a timeout,
+//! an HTTP error status, a body that is not the expected JSON) is a [`MiloError::Remote`] naming
+//! the URL and, for a malformed body, the JSON path of the offending field and what was expected
+//! there. The requests that carry the API key are in [`send`](super::send).
 
 use crate::construction::{parse_values, ParseError};
 use crate::error::{MiloError, Result};
+use crate::problems::Direction;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -28,6 +32,12 @@ const PROBLEMS_SHAPE: &str =
     "a JSON list of {id, slug, title, scoring, minImprovement, evaluationMode}";
 /// The shape of `GET /api/solutions/best`, in words for error messages.
 const SOLUTIONS_SHAPE: &str = "a JSON list of {id, agentName, score, createdAt, data}";
+/// The shape of `GET /api/problems/{slug}`, in words for error messages.
+const PROBLEM_SHAPE: &str = "a JSON object {id, slug, scoring, minImprovement, …}";
+/// The shape of `GET /api/leaderboard`, in words for error messages.
+const LEADERBOARD_SHAPE: &str = "a JSON list of {rank, agentName, bestScore, submissions}";
+/// The shape of `GET /api/solutions/{id}`, in words for error messages.
+const STATUS_SHAPE: &str = "a JSON object {id, status, score, error}";
 
 /// An identifier as the server sends it: a number or a string (kept verbatim).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +77,65 @@ pub struct ArenaProblem {
     /// How the server evaluates submissions, as served.
     #[serde(default, rename = "evaluationMode")]
     pub evaluation_mode: Option<serde_json::Value>,
+}
+
+impl ArenaProblem {
+    /// The scoring direction the server states (`"minimize"` or `"maximize"`), if it states one.
+    pub fn direction(&self) -> Option<Direction> {
+        match self.scoring.as_ref()?.as_str()? {
+            "minimize" => Some(Direction::Minimize),
+            "maximize" => Some(Direction::Maximize),
+            _ => None,
+        }
+    }
+
+    /// The server's `minImprovement` as a number (served as a number or as decimal text).
+    pub fn min_improvement(&self) -> Option<f64> {
+        match self.min_improvement.as_ref()? {
+            serde_json::Value::Number(n) => n.as_f64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+        .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+    }
+}
+
+/// One line of `GET /api/leaderboard`: an agent's best evaluated score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeaderboardEntry {
+    /// Position, 1 = best.
+    pub rank: usize,
+    /// The agent.
+    #[serde(rename = "agentName")]
+    pub agent_name: String,
+    /// The agent's best score as the arena computed it.
+    #[serde(rename = "bestScore")]
+    pub best_score: f64,
+    /// How many of the agent's solutions were evaluated.
+    #[serde(default)]
+    pub submissions: Option<u64>,
+}
+
+/// `GET /api/solutions/{id}`: where a submission stands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SolutionStatus {
+    /// The submission's identifier.
+    pub id: ArenaId,
+    /// `pending`, then `evaluated` (accepted), `rejected` or `discarded`, as served.
+    pub status: String,
+    /// The arena's score, once evaluated.
+    #[serde(default)]
+    pub score: Option<f64>,
+    /// Why evaluation failed, if it did.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl SolutionStatus {
+    /// Whether the arena has not decided yet.
+    pub fn is_pending(&self) -> bool {
+        self.status == "pending"
+    }
 }
 
 /// One entry of `GET /api/solutions/best`, with its `data` parsed into values.
@@ -127,6 +196,8 @@ impl WireSolution {
 pub struct ArenaClient {
     base: String,
     agent: ureq::Agent,
+    /// For requests that carry a key: redirects are not followed (the key stays with this host).
+    pub(super) sending: ureq::Agent,
 }
 
 impl ArenaClient {
@@ -152,9 +223,20 @@ impl ArenaClient {
             .http_status_as_error(false)
             .user_agent(concat!("milo/", env!("CARGO_PKG_VERSION")))
             .build();
+        let sending = ureq::Agent::config_builder()
+            .timeout_resolve(Some(timeout))
+            .timeout_connect(Some(timeout))
+            .timeout_per_read(Some(timeout))
+            .timeout_per_write(Some(timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .user_agent(concat!("milo/", env!("CARGO_PKG_VERSION")))
+            .build();
         Ok(ArenaClient {
             base,
             agent: config.new_agent(),
+            sending: sending.new_agent(),
         })
     }
 
@@ -186,13 +268,44 @@ impl ArenaClient {
         )))
     }
 
-    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first.
-    pub fn best_solutions(&self, problem_id: &ArenaId, limit: usize) -> Result<Vec<ArenaSolution>> {
-        if !(1..=MAX_LIMIT).contains(&limit) {
+    /// The server's description of one problem (`GET /api/problems/{slug}`): its id, scoring
+    /// direction and `minImprovement` as they stand now.
+    pub fn problem_detail(&self, slug: &str) -> Result<ArenaProblem> {
+        if slug.is_empty() || !slug.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             return Err(MiloError::Usage(format!(
-                "limit {limit}: the arena returns 1 to {MAX_LIMIT} solutions"
+                "problem slug {slug:?}: expected letters, digits and '-' (see `milo problems`)"
             )));
         }
+        self.get_json(&format!("/api/problems/{slug}"), &[], PROBLEM_SHAPE)
+    }
+
+    /// Each agent's best evaluated score on a problem, best first (`limit` 1…[`MAX_LIMIT`]).
+    pub fn leaderboard(&self, problem_id: &ArenaId, limit: usize) -> Result<Vec<LeaderboardEntry>> {
+        check_limit(limit)?;
+        let query = [
+            ("problem_id", problem_id.to_string()),
+            ("limit", limit.to_string()),
+        ];
+        let mut entries: Vec<LeaderboardEntry> =
+            self.get_json("/api/leaderboard", &query, LEADERBOARD_SHAPE)?;
+        entries.truncate(limit);
+        Ok(entries)
+    }
+
+    /// Where the submission `id` stands (`GET /api/solutions/{id}`).
+    pub fn solution_status(&self, id: &ArenaId) -> Result<SolutionStatus> {
+        let text = id.to_string();
+        if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(MiloError::Usage(format!(
+                "solution id {text:?}: expected letters, digits and '-'"
+            )));
+        }
+        self.get_json(&format!("/api/solutions/{text}"), &[], STATUS_SHAPE)
+    }
+
+    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first.
+    pub fn best_solutions(&self, problem_id: &ArenaId, limit: usize) -> Result<Vec<ArenaSolution>> {
+        check_limit(limit)?;
         let path = "/api/solutions/best";
         let query = [
             ("problem_id", problem_id.to_string()),
@@ -211,7 +324,7 @@ impl ArenaClient {
     }
 
     /// `{base}{path}?k=v&…` as shown in messages (the request itself encodes the query).
-    fn display_url(&self, path: &str, query: &[(&str, String)]) -> String {
+    pub(super) fn display_url(&self, path: &str, query: &[(&str, String)]) -> String {
         let pairs: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if pairs.is_empty() {
             format!("{}{path}", self.base)
@@ -247,41 +360,61 @@ impl ArenaClient {
             .read_to_vec()
             .map_err(|e| remote(format!("reading the response failed: {}", describe(&e))))?;
         if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            let excerpt: String = text.trim().chars().take(BODY_EXCERPT).collect();
-            return Err(remote(format!(
-                "the server answered HTTP {status}{}",
-                if excerpt.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {excerpt}")
-                }
-            )));
+            return Err(remote(status_message(status.as_u16(), &body)));
         }
-        let mut de = serde_json::Deserializer::from_slice(&body);
-        let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let path = e.path().to_string();
-            let at = if path == "." {
-                String::new()
-            } else {
-                format!(" at {path}")
-            };
-            remote(format!(
-                "malformed response{at}: {}; expected {expected}",
-                e.inner()
-            ))
-        })?;
-        de.end().map_err(|e| {
-            remote(format!(
-                "malformed response: {e} after the JSON; expected {expected}"
-            ))
-        })?;
-        Ok(value)
+        parse_json(&body, expected).map_err(remote)
+    }
+}
+
+/// `body` parsed as `T`, or a message naming the JSON path at fault and the `expected` shape.
+pub(super) fn parse_json<T: DeserializeOwned>(
+    body: &[u8],
+    expected: &str,
+) -> std::result::Result<T, String> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at {path}")
+        };
+        format!("malformed response{at}: {}; expected {expected}", e.inner())
+    })?;
+    de.end()
+        .map_err(|e| format!("malformed response: {e} after the JSON; expected {expected}"))?;
+    Ok(value)
+}
+
+/// "the server answered HTTP 404: <the body's first characters>", control characters dropped.
+pub(super) fn status_message(status: u16, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let excerpt: String = text
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(BODY_EXCERPT)
+        .collect();
+    if excerpt.is_empty() {
+        format!("the server answered HTTP {status}")
+    } else {
+        format!("the server answered HTTP {status}: {excerpt}")
+    }
+}
+
+/// Refuses a `limit` outside 1…[`MAX_LIMIT`].
+fn check_limit(limit: usize) -> Result<()> {
+    if (1..=MAX_LIMIT).contains(&limit) {
+        Ok(())
+    } else {
+        Err(MiloError::Usage(format!(
+            "limit {limit}: the arena returns 1 to {MAX_LIMIT} entries"
+        )))
     }
 }
 
 /// A transport error in words a user can act on.
-fn describe(err: &ureq::Error) -> String {
+pub(super) fn describe(err: &ureq::Error) -> String {
     match err {
         ureq::Error::Timeout(which) => format!(
             "timed out ({which}); the server did not answer within the --timeout (raise it for a slow connection)"

@@ -1,11 +1,55 @@
-//! `milo arena pull SLUG`: save a problem's live leaderboard, each entry re-verified exactly.
+//! `milo arena pull SLUG`: save a problem's live leaderboard, each entry re-verified exactly;
+//! `milo arena submit SLUG FILE`: check a construction against the live rules and send it;
+//! `milo arena status [ID]`: follow submissions; `milo arena leaderboard SLUG`: the live board.
 
-use crate::arena::client::{DEFAULT_BASE_URL, DEFAULT_TIMEOUT, MAX_LIMIT};
+use crate::arena::client::{ArenaId, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, MAX_LIMIT};
+use crate::arena::ledger::{Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
-use crate::arena::{pull, ArenaClient, PullRequest};
-use crate::error::Result;
+use crate::arena::submit::{check, refresh, send, Checked};
+use crate::arena::{pull, ApiKey, ArenaClient, PullRequest};
+use crate::error::{MiloError, Result, EXIT_OK, EXIT_WOULD_BE_DROPPED};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The environment variable naming the arena server.
+const BASE_URL_VARIABLE: &str = "EINSTEIN_ARENA_BASE_URL";
+/// The environment variable naming our agent on the arena.
+const AGENT_VARIABLE: &str = "EINSTEIN_ARENA_AGENT";
+
+/// The server and how long to wait for it: shared by every arena subcommand.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// The arena server.
+    #[arg(long, env = BASE_URL_VARIABLE, default_value = DEFAULT_BASE_URL)]
+    pub base_url: String,
+    /// Seconds allowed to connect, and for each read or write on the connection.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: u64,
+}
+
+impl ServerArgs {
+    /// A client of the server.
+    pub fn client(&self) -> Result<ArenaClient> {
+        ArenaClient::new(&self.base_url, Duration::from_secs(self.timeout))
+    }
+}
+
+/// How a submission is sent: shared by `milo arena submit` and `milo campaign`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SendArgs {
+    /// Our agent's name on the arena: tells a submission that improves our own entry from one
+    /// the arena would discard.
+    #[arg(long, env = AGENT_VARIABLE)]
+    pub agent: Option<String>,
+    /// Longest total wait, in seconds, for a rate limit (HTTP 429) to pass before giving up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900,
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub max_wait: u64,
+    /// Send even when the rules would drop the submission (rejected or discarded).
+    #[arg(long)]
+    pub force: bool,
+}
 
 /// Arguments of `milo arena`.
 #[derive(clap::Args, Debug)]
@@ -24,6 +68,70 @@ enum ArenaCommand {
     /// reached in time or gave an unusable answer; 2 usage errors (unknown slug, a non-empty
     /// target without --force). On any error nothing is left at the target.
     Pull(PullArgs),
+    /// Check a construction against the live problem and leaderboard, on exact values, and send
+    /// it (inline, or as a blob above 2 MB), recording it in the ledger.
+    ///
+    /// Says whether it would be the new #1 (beats the best by minImprovement), enter or improve
+    /// our own entry at a rank, or be rejected or discarded — and refuses to send what the rules
+    /// would drop unless --force. The key comes from EINSTEIN_ARENA_API_KEY or
+    /// ~/.config/einsteinarena/credentials.json and is never written or printed.
+    ///
+    /// Exit codes: 0 sent (or, with --dry-run, would be kept); 9 the rules would drop it, nothing
+    /// sent; 3 the construction is invalid; 4 the server failed, refused the key or kept
+    /// rate-limiting past --max-wait; 2 usage errors and unreadable files.
+    Submit(SubmitArgs),
+    /// Ask the arena for the status of the ledger's pending submissions (or of one ID), record
+    /// what changed, and list every submission with its latest status.
+    Status(StatusArgs),
+    /// The live leaderboard (each agent's best), beside our exact re-scores of the entries a
+    /// `milo arena pull` saved.
+    Leaderboard(LeaderboardArgs),
+}
+
+/// Arguments of `milo arena submit`.
+#[derive(clap::Args, Debug)]
+pub struct SubmitArgs {
+    /// Problem slug (see `milo problems`).
+    slug: String,
+    /// The construction file.
+    file: PathBuf,
+    #[command(flatten)]
+    server: ServerArgs,
+    #[command(flatten)]
+    sending: SendArgs,
+    /// The ledger to append to.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_LEDGER)]
+    ledger: PathBuf,
+    /// Check everything and say what would be sent, but do not send.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Arguments of `milo arena status`.
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    /// One submission's id (default: every pending one in the ledger).
+    id: Option<String>,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// The ledger to read and append to.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_LEDGER)]
+    ledger: PathBuf,
+}
+
+/// Arguments of `milo arena leaderboard`.
+#[derive(clap::Args, Debug)]
+pub struct LeaderboardArgs {
+    /// Problem slug (see `milo problems`).
+    slug: String,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// How many entries.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=MAX_LIMIT as u64))]
+    limit: u64,
+    /// A `milo arena pull` directory whose exact scores to show [default: arena/SLUG if present].
+    #[arg(long, value_name = "DIR")]
+    pulled: Option<PathBuf>,
 }
 
 /// Arguments of `milo arena pull`.
@@ -34,16 +142,11 @@ pub struct PullArgs {
     /// How many of the best entries to pull.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=MAX_LIMIT as u64))]
     limit: u64,
-    /// The arena server.
-    #[arg(long, default_value = DEFAULT_BASE_URL)]
-    base_url: String,
+    #[command(flatten)]
+    server: ServerArgs,
     /// Directory to create [default: arena/SLUG under the current directory].
     #[arg(long, value_name = "DIR")]
     into: Option<PathBuf>,
-    /// Seconds allowed to connect, and for each read or write on the connection.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT.as_secs(),
-          value_parser = clap::value_parser!(u64).range(1..))]
-    timeout: u64,
     /// Replace the target directory if it exists and is not empty.
     #[arg(long)]
     force: bool,
@@ -56,11 +159,235 @@ pub struct PullArgs {
 pub fn run(args: &ArenaArgs) -> Result<i32> {
     match &args.command {
         ArenaCommand::Pull(args) => run_pull(args),
+        ArenaCommand::Submit(args) => run_submit(args),
+        ArenaCommand::Status(args) => run_status(args),
+        ArenaCommand::Leaderboard(args) => run_leaderboard(args),
     }
 }
 
+fn run_submit(args: &SubmitArgs) -> Result<i32> {
+    let client = args.server.client()?;
+    // The key is read before any request, so a missing key fails before the network is used.
+    let key = if args.dry_run {
+        None
+    } else {
+        Some(ApiKey::load()?)
+    };
+    let checked = check(
+        &client,
+        &args.slug,
+        &args.file,
+        args.sending.agent.as_deref(),
+    )?;
+    print_check(&checked);
+    submit_checked(&client, &checked, key.as_ref(), &args.sending, &args.ledger)
+}
+
+/// Sends a checked construction unless the rules would drop it (and `--force` is not given);
+/// without a key (a dry run) only says what would be sent. Returns the exit code.
+pub fn submit_checked(
+    client: &ArenaClient,
+    checked: &Checked,
+    key: Option<&ApiKey>,
+    sending: &SendArgs,
+    ledger: &Path,
+) -> Result<i32> {
+    let kept = checked.assessment.verdict.kept();
+    if !kept && !sending.force {
+        println!("not sent: the arena's rules would drop it (--force sends it anyway)");
+        return Ok(EXIT_WOULD_BE_DROPPED);
+    }
+    let Some(key) = key else {
+        println!(
+            "dry run: would send {} bytes {} to {}",
+            checked.json.len(),
+            checked.upload_kind(),
+            client.base_url()
+        );
+        return Ok(if kept { EXIT_OK } else { EXIT_WOULD_BE_DROPPED });
+    };
+    let max_wait = Duration::from_secs(sending.max_wait);
+    let submitted = send(client, checked, key, max_wait, sending.force, ledger)?;
+    println!(
+        "sent ({}): solution id {}, status {}; recorded in {} (follow with `milo arena status {} --ledger {}`)",
+        checked.upload_kind(),
+        submitted.id,
+        submitted.status.as_deref().unwrap_or("unknown"),
+        ledger.display(),
+        submitted.id,
+        ledger.display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// The check's verdict and the numbers behind it.
+pub fn print_check(checked: &Checked) {
+    let a = &checked.assessment;
+    println!(
+        "{} ({} values, sha256 {}…)",
+        checked.file.display(),
+        checked.n,
+        &checked.sha256[..16]
+    );
+    println!("our exact score   {}", a.score_exact);
+    match &a.leader {
+        Some((agent, score)) => println!(
+            "live #1           {score:?} ({agent}); improvement {} against minImprovement {}",
+            a.improvement_over_leader.as_deref().unwrap_or("?"),
+            a.min_improvement
+        ),
+        None => println!("live #1           none (the leaderboard is empty)"),
+    }
+    if let Some(own) = a.own_score {
+        println!("our own entry     {own:?}");
+    }
+    for note in &checked.notes {
+        println!("note: {note}");
+    }
+    if a.too_close {
+        println!(
+            "note: the deciding margin is within 1e-12 relative: the arena's float64 evaluation may decide it the other way"
+        );
+    }
+    println!("verdict: {}", a.verdict.describe());
+}
+
+fn run_status(args: &StatusArgs) -> Result<i32> {
+    let client = args.server.client()?;
+    let only = args.id.as_ref().map(|id| match id.parse::<i64>() {
+        Ok(n) => ArenaId::Number(n),
+        Err(_) => ArenaId::Text(id.clone()),
+    });
+    let tracked = refresh(&client, &args.ledger, only.as_ref())?;
+    if tracked.is_empty() {
+        println!("no submissions in {}", args.ledger.display());
+        return Ok(EXIT_OK);
+    }
+    print_tracked(&tracked);
+    Ok(EXIT_OK)
+}
+
+fn print_tracked(tracked: &[Tracked]) {
+    println!(
+        "{:>8}  {:<34}  {:<20}  {:<10}  {:<24}  our exact score",
+        "id", "problem", "sent", "status", "arena score"
+    );
+    for t in tracked {
+        let s = &t.submission;
+        let score = t
+            .latest
+            .as_ref()
+            .and_then(|l| l.score)
+            .map_or("—".to_string(), |x| format!("{x:?}"));
+        println!(
+            "{:>8}  {:<34}  {:<20}  {:<10}  {:<24}  {}",
+            s.solution_id
+                .as_ref()
+                .map(|i| i.to_string())
+                .unwrap_or_default(),
+            s.slug,
+            s.at,
+            t.status().unwrap_or("unknown"),
+            score,
+            s.assessment.score_exact
+        );
+        if let Some(error) = t.latest.as_ref().and_then(|l| l.error.as_ref()) {
+            println!("          the arena says: {}", clean(error));
+        }
+    }
+}
+
+fn run_leaderboard(args: &LeaderboardArgs) -> Result<i32> {
+    let client = args.server.client()?;
+    let served = client.problem_detail(&args.slug)?;
+    let board = client.leaderboard(&served.id, args.limit as usize)?;
+    let pulled_dir = args
+        .pulled
+        .clone()
+        .unwrap_or_else(|| Path::new("arena").join(&args.slug));
+    let pulled = read_pulled(&pulled_dir, args.pulled.is_some())?;
+    println!(
+        "{} ({}, minImprovement {}) at {}",
+        served.slug,
+        served
+            .scoring
+            .as_ref()
+            .and_then(|s| s.as_str())
+            .unwrap_or("?"),
+        served
+            .min_improvement()
+            .map_or("?".to_string(), |m| m.to_string()),
+        client.base_url()
+    );
+    let width = board
+        .iter()
+        .map(|e| clean(&e.agent_name).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("agent".len());
+    println!(
+        "{:>4}  {:<width$}  {:<24}  our exact score (from {})",
+        "rank",
+        "agent",
+        "arena score",
+        pulled_dir.display()
+    );
+    for e in &board {
+        let ours = pulled
+            .iter()
+            .find(|p| p.agent == e.agent_name && p.arena_score == e.best_score)
+            .and_then(|p| p.score_exact.clone())
+            .unwrap_or_else(|| "— (not pulled)".into());
+        println!(
+            "{:>4}  {:<width$}  {:<24}  {ours}",
+            e.rank,
+            clean(&e.agent_name),
+            format!("{:?}", e.best_score)
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// One pulled entry of a `PULL.json`, as far as the leaderboard needs it.
+#[derive(serde::Deserialize)]
+struct PulledScore {
+    agent: String,
+    arena_score: f64,
+    score_exact: Option<String>,
+}
+
+/// The entries of `dir/PULL.json`: none when it is absent (an error only when `required`).
+fn read_pulled(dir: &Path, required: bool) -> Result<Vec<PulledScore>> {
+    #[derive(serde::Deserialize)]
+    struct Pull {
+        entries: Vec<PulledScore>,
+    }
+    let path = dir.join(SUMMARY_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(Vec::new()),
+        Err(source) => return Err(MiloError::Io { path, source }),
+    };
+    let pull: Pull = serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
+        path: path.clone(),
+        message: format!("not a {SUMMARY_FILE} of `milo arena pull`: {e}"),
+    })?;
+    Ok(pull.entries)
+}
+
+/// A server's text made safe for one terminal line: control and bidirectional characters dropped.
+fn clean(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            !c.is_control()
+                && !('\u{202a}'..='\u{202e}').contains(c)
+                && !('\u{2066}'..='\u{2069}').contains(c)
+        })
+        .collect()
+}
+
 fn run_pull(args: &PullArgs) -> Result<i32> {
-    let client = ArenaClient::new(&args.base_url, Duration::from_secs(args.timeout))?;
+    let client = args.server.client()?;
     let into = args
         .into
         .clone()

@@ -165,7 +165,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
 }
 
 /// Line-by-line live display on standard error.
-struct Display;
+pub(super) struct Display;
 
 impl SearchObserver for Display {
     fn node(&mut self, _state: &SearchState, node: &NodeRecord) {
@@ -249,7 +249,7 @@ fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
     best.map(|(_, s, t, n, i)| (s, t, n, i))
 }
 
-fn summarise(search: &Search, stop: Stop) {
+pub(super) fn summarise(search: &Search, stop: Stop) {
     let state = search.state();
     let dir = search.dir();
     let why = match stop {

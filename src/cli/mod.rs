@@ -2,6 +2,7 @@
 
 mod arena;
 mod bench;
+mod campaign;
 mod evolve;
 mod lineage;
 mod optimize;
@@ -39,8 +40,12 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Improve a construction with an optimizer program under a budget.
     Optimize(optimize::OptimizeArgs),
-    /// Talk to the EinsteinArena server (`pull`: save a live leaderboard, re-verified).
+    /// Talk to the EinsteinArena server: `pull` a live leaderboard (re-verified), `submit` a
+    /// construction (exact pre-checks against the live rules), `status`, `leaderboard`.
     Arena(arena::ArenaArgs),
+    /// From a live leaderboard to a verified submission: pull, freeze into a suite, search with
+    /// discoveries promoted, offer each new best to the arena (sent only with --submit).
+    Campaign(Box<campaign::CampaignArgs>),
     /// Task suites: `freeze` construction files into a suite, `show` its tasks and start scores.
     Suite(suite::SuiteArgs),
     /// The MILO search: evolve optimizer-writing harnesses across islands on a task suite.
@@ -66,6 +71,7 @@ pub fn execute(cli: Cli) -> i32 {
         Command::Verify(args) => verify::run(&args),
         Command::Optimize(args) => optimize::run(&args),
         Command::Arena(args) => arena::run(&args),
+        Command::Campaign(args) => campaign::run(&args),
         Command::Suite(args) => suite::run(&args),
         Command::Evolve(args) => evolve::run(&args),
         Command::Lineage(args) => lineage::run(&args),

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 /// Arguments of `milo report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// A run directory (with lineage.jsonl) or a benchmark directory (with results.json).
+    /// A run directory (with lineage.jsonl), a campaign directory (with campaign.json) or a
+    /// benchmark directory (with results.json).
     dir: PathBuf,
     /// Where to write index.html and the figures (default: DIR/report).
     #[arg(long, value_name = "DIR")]

@@ -105,6 +105,17 @@ impl Page {
         );
     }
 
+    /// Appends another page's content (its title becomes a section heading).
+    pub fn append(&mut self, other: Page) {
+        self.heading(&other.title);
+        // The other page's own first-level heading is replaced by the section heading above.
+        let body = other
+            .body
+            .split_once("</h1>\n")
+            .map_or(other.body.as_str(), |(_, rest)| rest);
+        self.body.push_str(body);
+    }
+
     /// The whole HTML document.
     pub fn render(&self) -> String {
         format!(

@@ -3,9 +3,11 @@
 //!
 //! One file per kind of figure: [`lineage_tree`], [`progress`] (best so far), [`construction`]
 //! (the best construction and its lags), [`bench`](mod@bench) (a benchmark's curves and tables); [`run`]
-//! assembles a run's page, [`html`] writes pages, [`plot`] saves figures.
+//! assembles a run's page, [`campaign`](mod@campaign) a campaign's (its pull, its submissions, its
+//! run), [`html`] writes pages, [`plot`] saves figures.
 
 pub mod bench;
+pub mod campaign;
 pub mod construction;
 pub mod html;
 pub mod lineage_tree;
@@ -14,6 +16,7 @@ pub mod progress;
 pub mod run;
 
 use crate::bench::RESULTS_FILE;
+use crate::campaign::CAMPAIGN_FILE;
 use crate::error::{MiloError, Result};
 use crate::search::lineage::LINEAGE_FILE;
 use std::path::{Path, PathBuf};
@@ -21,9 +24,13 @@ use std::path::{Path, PathBuf};
 /// Name of the page in the output directory.
 pub const INDEX_FILE: &str = "index.html";
 
-/// Writes the report of `dir` (a run or a benchmark directory) into `out` and returns the path
-/// of its page.
+/// Writes the report of `dir` (a run, campaign or benchmark directory) into `out` and returns the
+/// path of its page.
 pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
+    if dir.join(CAMPAIGN_FILE).is_file() {
+        create_dir(out)?;
+        return write_page(out, campaign::campaign_page(dir, out)?);
+    }
     if !dir.is_dir() {
         return Err(MiloError::Usage(format!(
             "{} is not a directory (expected a run directory with {LINEAGE_FILE} or a \
@@ -40,15 +47,24 @@ pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
             RESULTS_FILE
         )));
     }
-    std::fs::create_dir_all(out).map_err(|source| MiloError::Io {
-        path: out.to_path_buf(),
-        source,
-    })?;
+    create_dir(out)?;
     let page = if is_run {
         run::run_page(dir, out)?
     } else {
         bench::bench_page(dir, out)?
     };
+    write_page(out, page)
+}
+
+fn create_dir(out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out).map_err(|source| MiloError::Io {
+        path: out.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `page` as `out/index.html`; returns its path.
+fn write_page(out: &Path, page: html::Page) -> Result<PathBuf> {
     let index = out.join(INDEX_FILE);
     std::fs::write(&index, page.render()).map_err(|source| MiloError::Io {
         path: index.clone(),

@@ -1,0 +1,265 @@
+//! The HTTP side of submitting: the requests that carry a key.
+//!
+//! - `POST {base}/api/solutions` with `{"problem_id": ID, "solution": {"values": […]}}` (inline), or
+//!   with `"solution_blob_url"` instead of `"solution"` (a large construction uploaded first);
+//! - `POST {base}/api/solutions/upload-url` gives a one-write upload ticket; `PUT` the JSON to its
+//!   `uploadUrl` with the ticket's own token (never the API key) and `x-api-version: 7`; the answer's
+//!   `url` is the blob's address.
+//!
+//! Redirects are not followed (a key stays with the host it was meant for). HTTP 429 is an
+//! [`Answer::RateLimited`] carrying the server's `Retry-After` (header, or the body's
+//! `retry_after_seconds`); 401 and 403 say the key was refused; every other failure is a
+//! [`MiloError::Remote`]. Every message is passed through [`ApiKey::redact`].
+
+use super::api_key::{ApiKey, KEY_VARIABLE};
+use super::client::{describe, parse_json, status_message, ArenaClient, ArenaId};
+use crate::error::{MiloError, Result};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Largest answer read from a submission endpoint.
+const ANSWER_LIMIT: u64 = 1 << 20;
+/// The wait assumed when a 429 names none.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The blob store's API version the arena's guide names for uploads.
+const BLOB_API_VERSION: &str = "7";
+
+/// A server's answer to a request that may be rate-limited.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer<T> {
+    /// The request went through.
+    Done(T),
+    /// HTTP 429: try again after this long.
+    RateLimited(Duration),
+}
+
+/// The answer to `POST /api/solutions`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Submitted {
+    /// The submission's identifier, for `GET /api/solutions/{id}`.
+    pub id: ArenaId,
+    /// Its status on arrival (normally `pending`).
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// The answer to `POST /api/solutions/upload-url`: where to put one large construction.
+#[derive(Clone, Deserialize)]
+pub struct UploadTicket {
+    /// The one-write token for the upload (a secret: never recorded).
+    #[serde(rename = "clientToken")]
+    client_token: String,
+    /// The blob's key in the store.
+    #[serde(rename = "blobKey")]
+    pub blob_key: String,
+    /// Where to `PUT` the JSON.
+    #[serde(rename = "uploadUrl")]
+    pub upload_url: String,
+}
+
+/// The blob store's answer to the upload.
+#[derive(Deserialize)]
+struct Uploaded {
+    url: String,
+}
+
+/// How a request that carries a secret is sent.
+struct Secured<'a> {
+    method: &'static str,
+    url: &'a str,
+    secret: &'a ApiKey,
+    body: &'a [u8],
+    /// `(name, value)` headers beyond `Authorization` and `Content-Type`.
+    headers: &'a [(&'a str, &'a str)],
+}
+
+impl ArenaClient {
+    /// Submits a construction inline: `solution_json` is its `{"values": […]}` text.
+    pub fn submit_inline(
+        &self,
+        key: &ApiKey,
+        problem_id: &ArenaId,
+        solution_json: &str,
+    ) -> Result<Answer<Submitted>> {
+        let body = format!(
+            "{{\"problem_id\":{},\"solution\":{solution_json}}}",
+            id_json(problem_id)
+        );
+        self.submit(key, &body)
+    }
+
+    /// Submits a construction already uploaded to `blob_url`.
+    pub fn submit_blob(
+        &self,
+        key: &ApiKey,
+        problem_id: &ArenaId,
+        blob_url: &str,
+    ) -> Result<Answer<Submitted>> {
+        let body = serde_json::json!({
+            "problem_id": problem_id,
+            "solution_blob_url": blob_url,
+        })
+        .to_string();
+        self.submit(key, &body)
+    }
+
+    fn submit(&self, key: &ApiKey, body: &str) -> Result<Answer<Submitted>> {
+        let url = format!("{}/api/solutions", self.base_url());
+        let request = Secured {
+            method: "POST",
+            url: &url,
+            secret: key,
+            body: body.as_bytes(),
+            headers: &[],
+        };
+        self.send_secured(&request, "a JSON object {id, status}")
+    }
+
+    /// Asks for a one-write upload ticket (`POST /api/solutions/upload-url`).
+    pub fn upload_ticket(&self, key: &ApiKey) -> Result<Answer<UploadTicket>> {
+        let url = format!("{}/api/solutions/upload-url", self.base_url());
+        let request = Secured {
+            method: "POST",
+            url: &url,
+            secret: key,
+            body: b"{}",
+            headers: &[],
+        };
+        self.send_secured(&request, "a JSON object {clientToken, blobKey, uploadUrl}")
+    }
+
+    /// Uploads `json` with `ticket`; returns the blob's URL for [`ArenaClient::submit_blob`].
+    pub fn upload(&self, ticket: &UploadTicket, json: &[u8]) -> Result<String> {
+        let token = ApiKey::new(&ticket.client_token).map_err(|rule| MiloError::Remote {
+            url: format!("{}/api/solutions/upload-url", self.base_url()),
+            message: format!("the upload ticket's clientToken {rule}"),
+        })?;
+        let request = Secured {
+            method: "PUT",
+            url: &ticket.upload_url,
+            secret: &token,
+            body: json,
+            headers: &[("x-api-version", BLOB_API_VERSION)],
+        };
+        match self.send_secured::<Uploaded>(&request, "a JSON object {url}")? {
+            Answer::Done(uploaded) => Ok(uploaded.url),
+            Answer::RateLimited(wait) => Err(MiloError::Remote {
+                url: ticket.upload_url.clone(),
+                message: format!(
+                    "the blob store is rate-limiting uploads (retry after {} s)",
+                    wait.as_secs()
+                ),
+            }),
+        }
+    }
+
+    /// Sends `request`; parses a 2xx answer as `T` (described as `expected`), a 429 as
+    /// [`Answer::RateLimited`], anything else as an error with the secret redacted.
+    fn send_secured<T: serde::de::DeserializeOwned>(
+        &self,
+        request: &Secured,
+        expected: &str,
+    ) -> Result<Answer<T>> {
+        let secret = request.secret;
+        let remote = |message: String| MiloError::Remote {
+            url: secret.redact(request.url),
+            message: secret.redact(&message),
+        };
+        let builder = match request.method {
+            "PUT" => self.sending.put(request.url),
+            _ => self.sending.post(request.url),
+        };
+        let mut builder = builder
+            .header("Authorization", secret.bearer())
+            .content_type("application/json");
+        for (name, value) in request.headers {
+            builder = builder.header(*name, *value);
+        }
+        let mut response = builder
+            .send(request.body)
+            .map_err(|e| remote(describe(&e)))?;
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let retry_header = header("retry-after");
+        let location = header("location");
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(ANSWER_LIMIT)
+            .read_to_vec()
+            .map_err(|e| remote(format!("reading the answer failed: {}", describe(&e))))?;
+        match status {
+            200..=299 => parse_json(&body, expected)
+                .map(Answer::Done)
+                .map_err(remote),
+            429 => Ok(Answer::RateLimited(retry_after(
+                retry_header.as_deref(),
+                &body,
+            ))),
+            401 | 403 => Err(remote(format!(
+                "the server refused the key ({}); check {KEY_VARIABLE} or the credentials file",
+                status_message(status, &body)
+            ))),
+            300..=399 => Err(remote(format!(
+                "the server redirects (HTTP {status}) to {}; milo does not follow redirects \
+                 with a key (check the --base-url)",
+                location.as_deref().unwrap_or("an unnamed place")
+            ))),
+            _ => Err(remote(status_message(status, &body))),
+        }
+    }
+}
+
+/// The wait a 429 asks for: the `Retry-After` header (seconds), else the body's
+/// `retry_after_seconds`, else [`DEFAULT_RETRY_AFTER`].
+fn retry_after(header: Option<&str>, body: &[u8]) -> Duration {
+    let seconds = |x: f64| (x.is_finite() && x >= 0.0).then(|| Duration::from_secs_f64(x.min(1e6)));
+    header
+        .and_then(|h| h.trim().parse::<f64>().ok())
+        .and_then(seconds)
+        .or_else(|| {
+            serde_json::from_slice::<serde_json::Value>(body)
+                .ok()?
+                .get("retry_after_seconds")?
+                .as_f64()
+                .and_then(seconds)
+        })
+        .unwrap_or(DEFAULT_RETRY_AFTER)
+}
+
+/// The problem id as JSON (a number stays a number).
+fn id_json(id: &ArenaId) -> String {
+    serde_json::to_string(id).expect("an id serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_429_waits_as_the_header_then_the_body_says() {
+        assert_eq!(retry_after(Some("7"), b"{}"), Duration::from_secs(7));
+        assert_eq!(
+            retry_after(None, br#"{"retry_after_seconds": 12}"#),
+            Duration::from_secs(12)
+        );
+        assert_eq!(
+            retry_after(Some("soon"), br#"{"retry_after_seconds": 3}"#),
+            Duration::from_secs(3)
+        );
+        assert_eq!(retry_after(None, b"not json"), DEFAULT_RETRY_AFTER);
+        assert_eq!(retry_after(Some("-5"), b""), DEFAULT_RETRY_AFTER);
+    }
+
+    #[test]
+    fn ids_keep_their_json_type() {
+        assert_eq!(id_json(&ArenaId::Number(4)), "4");
+        assert_eq!(id_json(&ArenaId::Text("a\"b".into())), "\"a\\\"b\"");
+    }
+}

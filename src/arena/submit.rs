@@ -1,0 +1,279 @@
+//! `milo arena submit` and `status`: check a construction against the live rules, send it the
+//! way its size requires, record it in the ledger, and follow it until the arena decides.
+//!
+//! [`check`] verifies the file exactly, reads the live problem (direction, `minImprovement`) and
+//! leaderboard, and applies the rules ([`rules::assess`]). [`send`] uploads inline below
+//! [`INLINE_LIMIT`] bytes of JSON and through a blob above it, honours HTTP 429 up to a total wait,
+//! and appends the attempt to the ledger whatever happens. [`refresh`] asks the arena for the
+//! status of pending submissions and appends what changed.
+
+use super::api_key::ApiKey;
+use super::client::{ArenaClient, ArenaId, ArenaProblem, LeaderboardEntry, MAX_LIMIT};
+use super::ledger::{self, LedgerRecord, StatusRecord, SubmissionRecord, Tracked};
+use super::rules::{self, Assessment};
+use super::send::{Answer, Submitted};
+use crate::construction::{read_values, to_json};
+use crate::error::{MiloError, Result};
+use crate::problems::by_slug;
+use crate::verify::{verify, Mode, Options};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Largest solution JSON sent inline; larger ones go through a blob upload (the arena refuses
+/// inline solutions over 2,000,000 characters).
+pub const INLINE_LIMIT: usize = 2_000_000;
+/// Uploads tried (each with a fresh ticket) before a blob submission gives up.
+const UPLOAD_TRIES: usize = 3;
+
+/// A construction checked against the live problem and leaderboard, ready to send.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The problem as the server describes it now.
+    pub problem: ArenaProblem,
+    /// The construction file.
+    pub file: PathBuf,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+    /// Number of values.
+    pub n: usize,
+    /// The `{"values": […]}` text that would be sent.
+    pub json: String,
+    /// The rules' verdict and the numbers behind it.
+    pub assessment: Assessment,
+    /// The leaderboard it was checked against, best first.
+    pub leaderboard: Vec<LeaderboardEntry>,
+    /// Where the server's direction or threshold differ from milo's problem file, in words.
+    pub notes: Vec<String>,
+}
+
+impl Checked {
+    /// How the construction would travel: `inline` or `blob`.
+    pub fn upload_kind(&self) -> &'static str {
+        if self.json.len() > INLINE_LIMIT {
+            "blob"
+        } else {
+            "inline"
+        }
+    }
+}
+
+/// Verifies `file` exactly for `slug` and applies the arena's rules against its live problem and
+/// leaderboard, for the agent `agent` when named.
+pub fn check(
+    client: &ArenaClient,
+    slug: &str,
+    file: &Path,
+    agent: Option<&str>,
+) -> Result<Checked> {
+    let problem = by_slug(slug)?;
+    let bytes = std::fs::read(file).map_err(|source| MiloError::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    let values = read_values(file)?;
+    let options = Options {
+        mode: Mode::Exact,
+        allow_oversize: false,
+    };
+    let exact = verify(problem.as_ref(), &values, options)?
+        .exact
+        .expect("mode exact computes the exact score");
+    let served = client.problem_detail(slug)?;
+    let spec = problem.spec();
+    let mut notes = Vec::new();
+    let direction = match served.direction() {
+        Some(d) if d != spec.direction => {
+            return Err(MiloError::Remote {
+                url: format!("{}/api/problems/{slug}", client.base_url()),
+                message: format!(
+                    "the server scores '{slug}' in the other direction ({:?}) than milo does; \
+                     refusing to judge the submission",
+                    served.scoring
+                ),
+            })
+        }
+        Some(d) => d,
+        None => {
+            notes.push("the server states no scoring direction; milo's is used".into());
+            spec.direction
+        }
+    };
+    let min_improvement = match served.min_improvement() {
+        Some(m) => {
+            if m != spec.min_improvement {
+                notes.push(format!(
+                    "the live minImprovement {m} differs from milo's problem file ({}); the live one is used",
+                    spec.min_improvement
+                ));
+            }
+            m
+        }
+        None => {
+            notes.push(format!(
+                "the server states no minImprovement; milo's {} is used",
+                spec.min_improvement
+            ));
+            spec.min_improvement
+        }
+    };
+    let leaderboard = client.leaderboard(&served.id, MAX_LIMIT)?;
+    let assessment = rules::assess(&exact, &leaderboard, agent, direction, min_improvement);
+    Ok(Checked {
+        problem: served,
+        file: file.to_path_buf(),
+        sha256: Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        n: values.len(),
+        json: to_json(&values)?,
+        assessment,
+        leaderboard,
+        notes,
+    })
+}
+
+/// Sends a checked construction with `key`, waiting out 429s up to `max_wait` in all, and
+/// appends the attempt to the ledger at `ledger_path` (also when it fails).
+pub fn send(
+    client: &ArenaClient,
+    checked: &Checked,
+    key: &ApiKey,
+    max_wait: Duration,
+    forced: bool,
+    ledger_path: &Path,
+) -> Result<Submitted> {
+    let sent = if checked.upload_kind() == "blob" {
+        send_blob(client, checked, key, max_wait)
+    } else {
+        patiently(max_wait, || {
+            client.submit_inline(key, &checked.problem.id, &checked.json)
+        })
+    };
+    let record = SubmissionRecord {
+        at: now(),
+        base_url: client.base_url().to_string(),
+        slug: checked.problem.slug.clone(),
+        problem_id: checked.problem.id.clone(),
+        file: checked.file.clone(),
+        sha256: checked.sha256.clone(),
+        n: checked.n,
+        assessment: checked.assessment.clone(),
+        leaderboard: checked.leaderboard.clone(),
+        forced,
+        upload: checked.upload_kind().into(),
+        solution_id: sent.as_ref().ok().map(|s| s.id.clone()),
+        status: sent.as_ref().ok().and_then(|s| s.status.clone()),
+        error: sent.as_ref().err().map(|e| key.redact(&e.to_string())),
+    };
+    ledger::append(ledger_path, &LedgerRecord::Submission(Box::new(record)))?;
+    sent
+}
+
+/// Uploads the JSON through a blob ticket (a fresh ticket per try) and submits the blob's URL.
+fn send_blob(
+    client: &ArenaClient,
+    checked: &Checked,
+    key: &ApiKey,
+    max_wait: Duration,
+) -> Result<Submitted> {
+    let mut failure = None;
+    for _ in 0..UPLOAD_TRIES {
+        let ticket = patiently(max_wait, || client.upload_ticket(key))?;
+        match client.upload(&ticket, checked.json.as_bytes()) {
+            Ok(url) => {
+                return patiently(max_wait, || {
+                    client.submit_blob(key, &checked.problem.id, &url)
+                })
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    let e = failure.expect("at least one try");
+    Err(MiloError::Remote {
+        url: client.base_url().to_string(),
+        message: format!("the blob upload failed {UPLOAD_TRIES} times; last: {e}"),
+    })
+}
+
+/// Calls `request` until it is not rate-limited, sleeping as the server asks, unless the total
+/// wait would pass `max_wait`.
+fn patiently<T>(max_wait: Duration, mut request: impl FnMut() -> Result<Answer<T>>) -> Result<T> {
+    let mut waited = Duration::ZERO;
+    loop {
+        match request()? {
+            Answer::Done(value) => return Ok(value),
+            Answer::RateLimited(wait) => {
+                if waited + wait > max_wait {
+                    return Err(MiloError::Remote {
+                        url: "the arena".into(),
+                        message: format!(
+                            "rate-limited: the server asks to wait {} s more (already waited {} s; \
+                             --max-wait is {} s); try again later",
+                            wait.as_secs_f64().ceil(),
+                            waited.as_secs(),
+                            max_wait.as_secs()
+                        ),
+                    });
+                }
+                eprintln!(
+                    "milo: rate-limited; waiting {} s as the server asks",
+                    wait.as_secs_f64().ceil()
+                );
+                std::thread::sleep(wait);
+                waited += wait;
+            }
+        }
+    }
+}
+
+/// Asks the arena for the status of every submission in the ledger still pending (or only of
+/// `only`), appends the statuses that changed, and returns every tracked submission.
+pub fn refresh(
+    client: &ArenaClient,
+    ledger_path: &Path,
+    only: Option<&ArenaId>,
+) -> Result<Vec<Tracked>> {
+    let mut tracked = ledger::tracked(&ledger::read(ledger_path)?);
+    if let Some(id) = only {
+        tracked.retain(|t| t.submission.solution_id.as_ref() == Some(id));
+        if tracked.is_empty() {
+            return Err(MiloError::Usage(format!(
+                "no submission {id} in the ledger {}",
+                ledger_path.display()
+            )));
+        }
+    }
+    for t in &mut tracked {
+        let pending = t.status().is_none_or(|s| s == "pending");
+        let here = t.submission.base_url == client.base_url();
+        if !(here && (pending || only.is_some())) {
+            continue;
+        }
+        let id = t
+            .submission
+            .solution_id
+            .clone()
+            .expect("tracked ones have ids");
+        let status = client.solution_status(&id)?;
+        if Some(status.status.as_str()) != t.status() || t.latest.is_none() {
+            let record = StatusRecord {
+                at: now(),
+                base_url: client.base_url().to_string(),
+                solution_id: id,
+                status: status.status,
+                score: status.score,
+                error: status.error,
+            };
+            ledger::append(ledger_path, &LedgerRecord::Status(record.clone()))?;
+            t.latest = Some(record);
+        }
+    }
+    Ok(tracked)
+}
+
+/// The current time, RFC 3339 UTC.
+fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}

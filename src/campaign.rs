@@ -1,0 +1,320 @@
+//! `milo campaign SLUG`: from a live leaderboard to a verified submission.
+//!
+//! A campaign directory holds:
+//! - `campaign.json`: the [`CampaignSettings`] (problem, server, agent, whether to submit);
+//! - `pull/`: the live top entries, pulled and re-verified (`milo arena pull`);
+//! - `programs/`: the parent optimizer programs (the problem's default unless others are given);
+//! - `suite.toml`: the valid pulled entries frozen into a suite (starts pinned by sha256);
+//! - `run/`: the MILO search on that suite with discoveries promoted (resumable like any run);
+//! - `ledger.jsonl`: every submission and status (`milo arena status --ledger DIR/ledger.jsonl`).
+//!
+//! The run's best construction is offered to the arena ([`Campaign::offer`]) at each round's end
+//! and at the end: when it beats the #1 the campaign last saw by the threshold, the live
+//! leaderboard is read again and the rules applied exactly; only a new #1, only with submitting
+//! switched on, and only once per construction, is sent.
+
+use crate::arena::ledger::{self, LedgerRecord};
+use crate::arena::pull::{pull, PullRequest, PullSummary};
+use crate::arena::rules::Verdict;
+use crate::arena::send::Submitted;
+use crate::arena::submit::{check, send, Checked};
+use crate::arena::{ApiKey, ArenaClient};
+use crate::construction::read_values;
+use crate::error::{MiloError, Result};
+use crate::exact::rational::{decimal_string, from_f64, to_f64, SCORE_DIGITS};
+use crate::problems::{by_slug, Direction};
+use crate::search::evolve::BEST_FILE;
+use crate::suite::freeze::{freeze, FreezeRequest};
+use crate::suite::TaskBudget;
+use num_rational::BigRational;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The campaign's settings file.
+pub const CAMPAIGN_FILE: &str = "campaign.json";
+/// The run directory inside a campaign.
+pub const RUN_DIR: &str = "run";
+/// The ledger inside a campaign.
+pub const LEDGER_FILE: &str = "ledger.jsonl";
+/// The suite inside a campaign.
+pub const SUITE_FILE: &str = "suite.toml";
+/// The pull inside a campaign.
+pub const PULL_DIR: &str = "pull";
+
+/// What a campaign is (`campaign.json`); read back on `--resume`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CampaignSettings {
+    /// The problem.
+    pub slug: String,
+    /// The arena server.
+    pub base_url: String,
+    /// Our agent's name on the arena, if given.
+    pub agent: Option<String>,
+    /// Whether a new #1 is sent (otherwise only reported).
+    pub submit: bool,
+    /// Longest total wait for a rate limit, seconds.
+    pub max_wait: u64,
+    /// When the campaign started (RFC 3339, UTC).
+    pub started_at: String,
+    /// The live #1 when the campaign pulled (agent, arena score), if there was one.
+    pub pulled_leader: Option<(String, f64)>,
+}
+
+/// How to build a new campaign's suite.
+#[derive(Clone, Debug)]
+pub struct SuitePlan {
+    /// Entries to pull (1…100).
+    pub limit: usize,
+    /// Parent programs (empty: the problem's default program).
+    pub programs: Vec<PathBuf>,
+    /// Seeds of the search tasks.
+    pub seeds: Vec<u64>,
+    /// Seeds of the validation tasks (the same starts, seeds held out).
+    pub validation_seeds: Vec<u64>,
+    /// Budget of each task.
+    pub budget: TaskBudget,
+}
+
+/// What offering the run's best construction to the arena came to.
+#[derive(Debug)]
+pub enum Offer {
+    /// No construction yet, or none better than what was already offered or the last-seen #1 by
+    /// the threshold: the server was not asked.
+    NotYet,
+    /// Checked against the live leaderboard: not a new #1.
+    NotFirst(Box<Checked>),
+    /// A new #1, not sent (submitting is off, or no key).
+    WouldSubmit(Box<Checked>),
+    /// A new #1, sent.
+    Submitted(Box<Checked>, Submitted),
+}
+
+/// A campaign directory and its settings.
+pub struct Campaign {
+    dir: PathBuf,
+    settings: CampaignSettings,
+    client: ArenaClient,
+    key: Option<ApiKey>,
+    /// The exact score last offered (the server is asked again only for something better).
+    offered: Option<BigRational>,
+}
+
+impl Campaign {
+    /// Creates a campaign in `dir` (absent or empty): pulls the live top entries, freezes the
+    /// valid ones with the programs into a suite. Returns the campaign and the suite's path.
+    pub fn create(
+        dir: &Path,
+        settings: CampaignSettings,
+        plan: &SuitePlan,
+        client: ArenaClient,
+        key: Option<ApiKey>,
+    ) -> Result<(Campaign, PathBuf)> {
+        if dir.exists() && std::fs::read_dir(dir).map_err(io(dir))?.next().is_some() {
+            return Err(MiloError::Usage(format!(
+                "{} exists and is not empty; resume it with --resume {}, or choose another --dir",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let built = Campaign::build(dir, settings, plan, &client);
+        if built.is_err() {
+            // The directory was absent or empty: nothing of the user's is removed.
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let (settings, suite) = built?;
+        Ok((Campaign::with(dir, settings, client, key), suite))
+    }
+
+    /// The pull, the programs, the suite and `campaign.json`; returns the settings and the
+    /// suite's path.
+    fn build(
+        dir: &Path,
+        settings: CampaignSettings,
+        plan: &SuitePlan,
+        client: &ArenaClient,
+    ) -> Result<(CampaignSettings, PathBuf)> {
+        let problem = by_slug(&settings.slug)?;
+        let pulled = pull(
+            client,
+            &PullRequest {
+                slug: settings.slug.clone(),
+                limit: plan.limit,
+                into: dir.join(PULL_DIR),
+                force: false,
+            },
+        )?;
+        let starts = valid_files(&pulled, &dir.join(PULL_DIR))?;
+        let programs = if plan.programs.is_empty() {
+            let folder = dir.join("programs");
+            std::fs::create_dir_all(&folder).map_err(io(&folder))?;
+            let path = folder.join(format!("{}.default.toml", settings.slug));
+            std::fs::write(&path, problem.default_program()).map_err(io(&path))?;
+            vec![path]
+        } else {
+            plan.programs.clone()
+        };
+        let suite = dir.join(SUITE_FILE);
+        freeze(&FreezeRequest {
+            problem: settings.slug.clone(),
+            from: starts,
+            programs,
+            seeds: plan.seeds.clone(),
+            validation_seeds: plan.validation_seeds.clone(),
+            validation_starts: Vec::new(),
+            budget: plan.budget,
+            out: suite.clone(),
+            name: Some(format!("campaign-{}", settings.slug)),
+            description: format!(
+                "The live top {} of {} at {}, pulled {}.",
+                plan.limit, settings.slug, settings.base_url, pulled.pulled_at
+            ),
+        })?;
+        let settings = CampaignSettings {
+            pulled_leader: pulled
+                .entries
+                .first()
+                .map(|e| (e.provenance.agent.clone(), e.provenance.arena_score)),
+            ..settings
+        };
+        let path = dir.join(CAMPAIGN_FILE);
+        let text = serde_json::to_string_pretty(&settings).expect("settings serialize");
+        std::fs::write(&path, text + "\n").map_err(io(&path))?;
+        Ok((settings, suite))
+    }
+
+    /// Opens the campaign in `dir` (its `campaign.json`) to resume it.
+    pub fn open(dir: &Path, client_timeout: Duration, key: Option<ApiKey>) -> Result<Campaign> {
+        let settings = read_settings(dir)?;
+        let client = ArenaClient::new(&settings.base_url, client_timeout)?;
+        Ok(Campaign::with(dir, settings, client, key))
+    }
+
+    fn with(
+        dir: &Path,
+        settings: CampaignSettings,
+        client: ArenaClient,
+        key: Option<ApiKey>,
+    ) -> Campaign {
+        Campaign {
+            dir: dir.to_path_buf(),
+            settings,
+            client,
+            key,
+            offered: None,
+        }
+    }
+
+    /// The campaign's settings.
+    pub fn settings(&self) -> &CampaignSettings {
+        &self.settings
+    }
+
+    /// The campaign's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The search run's directory.
+    pub fn run_dir(&self) -> PathBuf {
+        self.dir.join(RUN_DIR)
+    }
+
+    /// The ledger's path.
+    pub fn ledger(&self) -> PathBuf {
+        self.dir.join(LEDGER_FILE)
+    }
+
+    /// Offers the run's best construction (`run/best.json`) to the arena; see [`Offer`].
+    pub fn offer(&mut self) -> Result<Offer> {
+        let best = self.run_dir().join(BEST_FILE);
+        if !best.is_file() {
+            return Ok(Offer::NotYet);
+        }
+        let problem = by_slug(&self.settings.slug)?;
+        let spec = problem.spec();
+        let exact = problem.score_exact(&read_values(&best)?);
+        let better = |a: &BigRational, b: &BigRational| spec.direction.better(a, b);
+        if self.offered.as_ref().is_some_and(|o| !better(&exact, o)) {
+            return Ok(Offer::NotYet);
+        }
+        if let Some((_, leader)) = &self.settings.pulled_leader {
+            let gain = match spec.direction {
+                Direction::Minimize => from_f64(*leader) - &exact,
+                Direction::Maximize => &exact - from_f64(*leader),
+            };
+            if gain < spec.min_improvement_exact() {
+                return Ok(Offer::NotYet);
+            }
+        }
+        // Keep a copy: best.json moves on while the arena evaluates.
+        let copy = self.dir.join("submissions");
+        std::fs::create_dir_all(&copy).map_err(io(&copy))?;
+        let file = copy.join(format!("{}.json", decimal_string(&exact, SCORE_DIGITS)));
+        std::fs::copy(&best, &file).map_err(io(&best))?;
+        let checked = check(
+            &self.client,
+            &self.settings.slug,
+            &file,
+            self.settings.agent.as_deref(),
+        )?;
+        self.offered = Some(exact);
+        if let Some(leader) = &checked.assessment.leader {
+            self.settings.pulled_leader = Some(leader.clone());
+        }
+        if checked.assessment.verdict != Verdict::NewFirst {
+            return Ok(Offer::NotFirst(Box::new(checked)));
+        }
+        let already = ledger::read(&self.ledger())?.iter().any(|r| {
+            matches!(r, LedgerRecord::Submission(s) if s.sha256 == checked.sha256 && s.solution_id.is_some())
+        });
+        match (&self.key, self.settings.submit && !already) {
+            (Some(key), true) => {
+                let max_wait = Duration::from_secs(self.settings.max_wait);
+                let sent = send(&self.client, &checked, key, max_wait, false, &self.ledger())?;
+                // The next offer has to beat this one by the threshold, as the arena will ask.
+                let agent = self.settings.agent.clone().unwrap_or_else(|| "us".into());
+                let score = to_f64(self.offered.as_ref().expect("set above"));
+                self.settings.pulled_leader = Some((agent, score));
+                Ok(Offer::Submitted(Box::new(checked), sent))
+            }
+            _ => Ok(Offer::WouldSubmit(Box::new(checked))),
+        }
+    }
+}
+
+/// The settings of the campaign in `dir`.
+pub fn read_settings(dir: &Path) -> Result<CampaignSettings> {
+    let path = dir.join(CAMPAIGN_FILE);
+    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
+        path,
+        message: format!("not a campaign's settings: {e}"),
+    })
+}
+
+/// The construction files of the pull's valid entries (an error when none is valid).
+fn valid_files(pulled: &PullSummary, dir: &Path) -> Result<Vec<PathBuf>> {
+    let files: Vec<PathBuf> = pulled
+        .entries
+        .iter()
+        .filter(|e| e.provenance.valid)
+        .map(|e| dir.join(&e.provenance.file))
+        .collect();
+    if files.is_empty() {
+        return Err(MiloError::Usage(format!(
+            "none of the {} pulled entries of {} is valid: nothing to start from",
+            pulled.entries.len(),
+            pulled.problem.slug
+        )));
+    }
+    Ok(files)
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

@@ -1,0 +1,273 @@
+//! `milo campaign SLUG`: pull the live leaderboard, freeze it into a suite, run the MILO search
+//! with discoveries promoted, and offer each new best to the arena (sent only with `--submit`).
+
+use super::arena::{print_check, SendArgs, ServerArgs};
+use super::evolve::{summarise, Display};
+use crate::arena::ApiKey;
+use crate::campaign::{Campaign, CampaignSettings, Offer, SuitePlan};
+use crate::cancel::CancelToken;
+use crate::error::{MiloError, Result, EXIT_OK};
+use crate::report::write_report;
+use crate::search::evaluation::{Discovery, Quality};
+use crate::search::evolve::{default_cost_measure, Search, SearchObserver};
+use crate::search::lineage::{
+    EventRecord, FailureRecord, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND,
+};
+use crate::search::mutators;
+use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
+use crate::search::state::SearchState;
+use crate::suite::{Suite, TaskBudget};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Arguments of `milo campaign`.
+#[derive(clap::Args, Debug)]
+pub struct CampaignArgs {
+    /// Problem slug (see `milo problems`); not needed with --resume.
+    #[arg(required_unless_present = "resume")]
+    slug: Option<String>,
+    /// The campaign directory (default: campaigns/SLUG-<UTC time>).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Resume the campaign in DIR (its settings, the server and agent among them, are read from
+    /// DIR/campaign.json; --jobs and --timeout apply).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours"])]
+    resume: Option<PathBuf>,
+    /// Wall-clock limit in hours (the step in progress finishes first).
+    #[arg(long, conflicts_with = "rounds")]
+    hours: Option<f64>,
+    /// Rounds to run (default 4 unless --hours is given).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Live top entries to pull as starts.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    limit: u64,
+    /// Parent optimizer programs (default: the problem's default program).
+    #[arg(long, num_args = 1..)]
+    programs: Vec<PathBuf>,
+    /// Seeds of the search tasks, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
+    seeds: Vec<u64>,
+    /// Seeds held out for validation (on the same starts), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [101])]
+    validation_seeds: Vec<u64>,
+    /// Budget of each task in objective evaluations (deterministic).
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    task_evaluations: u64,
+    /// Also a wall-clock budget per task, in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    task_seconds: Option<f64>,
+    /// Islands at the start.
+    #[arg(long, default_value_t = 3)]
+    islands: usize,
+    /// Search tasks per harness per round.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
+    tasks_per_round: usize,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Threads for evaluating tasks in parallel.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Send a construction that the live rules make the new #1 (needs the API key); without it
+    /// the campaign only says what it would send.
+    #[arg(long)]
+    submit: bool,
+    #[command(flatten)]
+    server: ServerArgs,
+    #[command(flatten)]
+    sending: SendArgs,
+}
+
+/// Runs `milo campaign`.
+pub fn run(args: &CampaignArgs) -> Result<i32> {
+    if args.jobs == 0 {
+        return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    }
+    let cancel = super::cancel_on_ctrl_c();
+    let timeout = Duration::from_secs(args.server.timeout);
+    let (mut campaign, mut search) = match &args.resume {
+        Some(dir) => {
+            let settings = crate::campaign::read_settings(dir)?;
+            let key = key_if(settings.submit)?;
+            let campaign = Campaign::open(dir, timeout, key)?;
+            let search = Search::resume(&campaign.run_dir(), args.jobs, cancel)?;
+            (campaign, search)
+        }
+        None => create(args, cancel)?,
+    };
+    eprintln!(
+        "milo campaign: {} against {} in {} ({}); --resume {} continues",
+        campaign.settings().slug,
+        campaign.settings().base_url,
+        campaign.dir().display(),
+        if campaign.settings().submit {
+            "a new #1 is submitted"
+        } else {
+            "a new #1 is reported, not sent (--submit sends it)"
+        },
+        campaign.dir().display()
+    );
+    let stop = {
+        let mut observer = CampaignObserver {
+            display: Display,
+            campaign: &mut campaign,
+        };
+        search.run(&mut observer)?
+    };
+    summarise(&search, stop);
+    let last = campaign.offer();
+    report_offer(&last);
+    let index = write_report(campaign.dir(), &campaign.dir().join("report"))?;
+    println!(
+        "campaign report: {}; submissions: milo arena status --ledger {}",
+        index.display(),
+        campaign.ledger().display()
+    );
+    last.map(|_| EXIT_OK)
+}
+
+/// The key, read only when the campaign submits.
+fn key_if(submit: bool) -> Result<Option<ApiKey>> {
+    if submit {
+        ApiKey::load().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)> {
+    let slug = args
+        .slug
+        .clone()
+        .expect("clap requires a slug without --resume");
+    if args.islands == 0 || args.tasks_per_round == 0 {
+        return Err(MiloError::Usage(
+            "--islands and --tasks-per-round must be at least 1".into(),
+        ));
+    }
+    if let Some(h) = args.hours {
+        if !(h.is_finite() && h > 0.0) {
+            return Err(MiloError::Usage(format!(
+                "--hours must be positive, got {h}"
+            )));
+        }
+    }
+    let budget = TaskBudget {
+        seconds: args.task_seconds,
+        evaluations: Some(args.task_evaluations),
+    };
+    budget.check().map_err(|message| {
+        MiloError::Usage(format!("{message} (--task-evaluations, --task-seconds)"))
+    })?;
+    let key = key_if(args.submit)?;
+    let client = args.server.client()?;
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        PathBuf::from("campaigns").join(format!("{slug}-{}", now.replace(':', "-")))
+    });
+    let settings = CampaignSettings {
+        slug,
+        base_url: client.base_url().to_string(),
+        agent: args.sending.agent.clone(),
+        submit: args.submit,
+        max_wait: args.sending.max_wait,
+        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        pulled_leader: None,
+    };
+    let plan = SuitePlan {
+        limit: args.limit as usize,
+        programs: args.programs.clone(),
+        seeds: args.seeds.clone(),
+        validation_seeds: args.validation_seeds.clone(),
+        budget,
+    };
+    let (campaign, suite_path) = Campaign::create(&dir, settings, &plan, client, key)?;
+    let suite = Suite::load(&suite_path)?;
+    let config = RunConfig {
+        suite: std::path::absolute(&suite_path).unwrap_or(suite_path),
+        islands: args.islands,
+        rounds: match args.hours {
+            Some(_) => args.rounds,
+            None => Some(args.rounds.unwrap_or(4)),
+        },
+        hours: args.hours,
+        seed: args.seed,
+        patience: 3,
+        quality: Quality::Best,
+        cost: default_cost_measure(&suite),
+        attempts: 1,
+        writer: "builtin".into(),
+        mutators: mutators::NAMES.map(String::from).to_vec(),
+        orchestrator: ORCHESTRATORS[0].into(),
+        lineage_store: LINEAGE_STORES[0].into(),
+        executor: EXECUTORS[0].into(),
+        cpu_seconds: None,
+        components: Default::default(),
+        tasks_per_round: args.tasks_per_round,
+        promote_discoveries: true,
+    };
+    let search = Search::start(&campaign.run_dir(), config, args.jobs, cancel)?;
+    Ok((campaign, search))
+}
+
+/// The evolve display, plus an offer to the arena at each round's end.
+struct CampaignObserver<'a> {
+    display: Display,
+    campaign: &'a mut Campaign,
+}
+
+impl SearchObserver for CampaignObserver<'_> {
+    fn node(&mut self, state: &SearchState, node: &NodeRecord) {
+        self.display.node(state, node);
+    }
+
+    fn event(&mut self, event: &EventRecord) {
+        self.display.event(event);
+    }
+
+    fn failure(&mut self, failure: &FailureRecord) {
+        self.display.failure(failure);
+    }
+
+    fn discovery(&mut self, path: &Path, discovery: &Discovery) {
+        self.display.discovery(path, discovery);
+    }
+
+    fn round_end(&mut self, state: &SearchState, round: usize) {
+        self.display.round_end(state, round);
+        // A failed offer (the server down, a rate limit past --max-wait) does not stop the
+        // search: it is said, and the next round offers again.
+        report_offer(&self.campaign.offer());
+    }
+}
+
+/// Says what an offer came to.
+fn report_offer(offer: &Result<Offer>) {
+    match offer {
+        Ok(Offer::NotYet) => {}
+        Ok(Offer::NotFirst(checked)) => {
+            println!("campaign: the run's best, checked against the live leaderboard:");
+            print_check(checked);
+        }
+        Ok(Offer::WouldSubmit(checked)) => {
+            print_check(checked);
+            println!(
+                "campaign: not sent (submitting is off, or this construction was sent already); \
+                 send it with `milo arena submit {} {}`",
+                checked.problem.slug,
+                checked.file.display()
+            );
+        }
+        Ok(Offer::Submitted(checked, sent)) => {
+            print_check(checked);
+            println!(
+                "campaign: SUBMITTED {} as solution {} (status {})",
+                checked.file.display(),
+                sent.id,
+                sent.status.as_deref().unwrap_or("unknown")
+            );
+        }
+        Err(e) => eprintln!("milo campaign: offering the best to the arena failed: {e}"),
+    }
+}

@@ -1,0 +1,499 @@
+//! `milo arena submit`, `status` and `leaderboard` against a loopback mock arena
+//! (`tests/mock_arena`): the verdicts before sending, the asynchronous status, rejection by the
+//! threshold, 429, 401, the blob path, an upload that dies mid-body — and the key never written
+//! or printed.
+
+mod mock_arena;
+
+use mock_arena::{MockArena, MockOptions, MockProblem};
+use std::path::Path;
+use std::process::Command;
+
+const FIRST: &str = "first-autocorrelation-inequality";
+const KEY: &str = "test-key-0123456789";
+const AGENT: &str = "milo-test";
+/// The mock's threshold for the first problem.
+const THRESHOLD: f64 = 1e-3;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs milo in `dir` with HOME there (no credentials file of this machine), the arena variables
+/// cleared, and the key in the environment when given.
+fn milo(dir: &Path, key: Option<&str>, args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_milo"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("EINSTEIN_ARENA_API_KEY")
+        .env_remove("EINSTEIN_ARENA_BASE_URL")
+        .env_remove("EINSTEIN_ARENA_AGENT");
+    if let Some(key) = key {
+        command.env("EINSTEIN_ARENA_API_KEY", key);
+    }
+    let out = command.output().expect("milo runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A step function of `n` values with a bump: a valid, unremarkable first-problem construction.
+fn bumpy(n: usize, height: f64) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let x = i as f64 / n as f64;
+            1.0 + height * (std::f64::consts::PI * x).sin()
+        })
+        .collect()
+}
+
+fn score(values: &[f64]) -> f64 {
+    let problem = milo::problems::by_slug(FIRST).unwrap();
+    milo::exact::rational::to_f64(&problem.score_exact(values))
+}
+
+fn write(dir: &Path, name: &str, values: &[f64]) -> String {
+    let path = dir.join(name);
+    milo::construction::write_values(&path, values).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// A mock with two entries on the first problem: a leader and a weaker rival (a constant scores
+/// 2.0; these bumps about 2.027 and 2.044).
+fn mock(options: MockOptions) -> (MockArena, f64) {
+    let leader = bumpy(40, 0.5);
+    let rival = bumpy(40, 0.7);
+    let best = score(&leader).min(score(&rival));
+    let problems = vec![MockProblem {
+        id: 2,
+        slug: FIRST.into(),
+        min_improvement: THRESHOLD,
+    }];
+    let entries = vec![
+        (FIRST.to_string(), "leader".to_string(), leader),
+        (FIRST.to_string(), "rival".to_string(), rival),
+    ];
+    (MockArena::start(problems, entries, options, 0), best)
+}
+
+/// A construction scoring below `target` (searching bump heights).
+fn scoring_below(target: f64, above: Option<f64>) -> Vec<f64> {
+    for k in 0..4000 {
+        let v = bumpy(40, -0.3 + k as f64 * 0.00025);
+        let s = score(&v);
+        if s < target && above.is_none_or(|a| s > a) {
+            return v;
+        }
+    }
+    panic!("no bump height scores in the window");
+}
+
+/// Every file under `dir` (recursively) and the given outputs are free of the key.
+fn assert_key_nowhere(dir: &Path, outputs: &[&Run]) {
+    for run in outputs {
+        assert!(
+            !run.all().contains(KEY),
+            "the key was printed: {}",
+            run.all()
+        );
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains(KEY), "the key is in {}", path.display());
+            }
+        }
+    }
+}
+
+fn ledger_lines(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("arena/ledger.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_new_first_is_sent_recorded_and_followed_until_the_arena_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions::default());
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+
+    let dry = milo(
+        dir.path(),
+        None,
+        &[
+            "arena",
+            "submit",
+            FIRST,
+            &file,
+            "--base-url",
+            &arena.base,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(dry.code, 0, "{}", dry.all());
+    assert!(dry.stdout.contains("new #1"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("dry run: would send"), "{}", dry.stdout);
+    assert!(
+        arena.log().iter().all(|r| r.method == "GET"),
+        "a dry run sends nothing"
+    );
+
+    let sent = milo(
+        dir.path(),
+        Some(KEY),
+        &[
+            "arena",
+            "submit",
+            FIRST,
+            &file,
+            "--base-url",
+            &arena.base,
+            "--agent",
+            AGENT,
+        ],
+    );
+    assert_eq!(sent.code, 0, "{}", sent.all());
+    let post = arena
+        .log()
+        .into_iter()
+        .find(|r| r.method == "POST")
+        .unwrap();
+    assert_eq!(post.target, "/api/solutions");
+    assert_eq!(
+        post.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let ledger = ledger_lines(dir.path());
+    assert_eq!(ledger.len(), 1);
+    assert_eq!(ledger[0]["kind"], "submission");
+    assert_eq!(ledger[0]["assessment"]["verdict"], "new-first");
+    assert_eq!(ledger[0]["upload"], "inline");
+    assert_eq!(ledger[0]["status"], "pending");
+    let id = ledger[0]["solution_id"].as_i64().unwrap();
+
+    // The mock keeps it pending for one poll, then decides.
+    let first = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert_eq!(first.code, 0, "{}", first.all());
+    assert!(first.stdout.contains("pending"), "{}", first.stdout);
+    let second = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert!(second.stdout.contains("evaluated"), "{}", second.stdout);
+    let statuses: Vec<String> = ledger_lines(dir.path())
+        .iter()
+        .filter(|l| l["kind"] == "status")
+        .map(|l| l["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["pending", "evaluated"]);
+    assert_eq!(arena.leader(FIRST).unwrap().0, AGENT);
+    // Asking again about a decided submission by id re-reads it without a new record.
+    let by_id = milo(
+        dir.path(),
+        None,
+        &[
+            "arena",
+            "status",
+            &id.to_string(),
+            "--base-url",
+            &arena.base,
+        ],
+    );
+    assert!(by_id.stdout.contains("evaluated"), "{}", by_id.stdout);
+    assert_eq!(ledger_lines(dir.path()).len(), 3);
+
+    let board = milo(
+        dir.path(),
+        None,
+        &["arena", "leaderboard", FIRST, "--base-url", &arena.base],
+    );
+    assert_eq!(board.code, 0, "{}", board.all());
+    assert!(
+        board.stdout.lines().nth(2).unwrap().contains(AGENT),
+        "{}",
+        board.stdout
+    );
+    assert_key_nowhere(dir.path(), &[&dry, &sent, &first, &second, &by_id, &board]);
+}
+
+#[test]
+fn what_the_rules_would_drop_is_refused_unless_forced_and_the_mock_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions::default());
+    // Better than #1, but by less than the threshold.
+    let close = write(
+        dir.path(),
+        "close.json",
+        &scoring_below(best, Some(best - THRESHOLD / 2.0)),
+    );
+    let refused = milo(
+        dir.path(),
+        Some(KEY),
+        &["arena", "submit", FIRST, &close, "--base-url", &arena.base],
+    );
+    assert_eq!(refused.code, 9, "{}", refused.all());
+    assert!(refused.stdout.contains("REJECTED"), "{}", refused.stdout);
+    assert!(refused.stdout.contains("not sent"), "{}", refused.stdout);
+    assert!(arena.log().iter().all(|r| r.method == "GET"));
+    assert!(
+        ledger_lines(dir.path()).is_empty(),
+        "nothing sent, nothing recorded"
+    );
+
+    let forced = milo(
+        dir.path(),
+        Some(KEY),
+        &[
+            "arena",
+            "submit",
+            FIRST,
+            &close,
+            "--base-url",
+            &arena.base,
+            "--force",
+        ],
+    );
+    assert_eq!(forced.code, 0, "{}", forced.all());
+    assert_eq!(ledger_lines(dir.path())[0]["forced"], true);
+    milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    let decided = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert!(
+        decided.stdout.contains("rejected"),
+        "the mock applies the same rule: {}",
+        decided.stdout
+    );
+
+    // Our own entry is better than this one: discarded.
+    let (arena2, _) = mock(MockOptions {
+        keys: vec![(KEY.into(), "rival".into())],
+        ..MockOptions::default()
+    });
+    let worse = write(dir.path(), "worse.json", &bumpy(40, 0.9));
+    let discarded = milo(
+        dir.path(),
+        Some(KEY),
+        &[
+            "arena",
+            "submit",
+            FIRST,
+            &worse,
+            "--base-url",
+            &arena2.base,
+            "--agent",
+            "rival",
+        ],
+    );
+    assert_eq!(discarded.code, 9, "{}", discarded.all());
+    assert!(
+        discarded.stdout.contains("DISCARDED"),
+        "{}",
+        discarded.stdout
+    );
+    assert_key_nowhere(dir.path(), &[&refused, &forced, &decided, &discarded]);
+}
+
+#[test]
+fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions {
+        rate_limited: 1,
+        retry_after: 1,
+        ..MockOptions::default()
+    });
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let waited = milo(
+        dir.path(),
+        Some(KEY),
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+    );
+    assert_eq!(waited.code, 0, "{}", waited.all());
+    assert!(waited.stderr.contains("waiting 1 s"), "{}", waited.stderr);
+    let posts = arena.log().iter().filter(|r| r.method == "POST").count();
+    assert_eq!(posts, 2, "one 429, one accepted");
+
+    let (limited, _) = mock(MockOptions {
+        rate_limited: 5,
+        retry_after: 3600,
+        ..MockOptions::default()
+    });
+    let gave_up = milo(
+        dir.path(),
+        Some(KEY),
+        &[
+            "arena",
+            "submit",
+            FIRST,
+            &file,
+            "--base-url",
+            &limited.base,
+            "--max-wait",
+            "60",
+        ],
+    );
+    assert_eq!(gave_up.code, 4, "{}", gave_up.all());
+    assert!(
+        gave_up.stderr.contains("rate-limited"),
+        "{}",
+        gave_up.stderr
+    );
+    let last = ledger_lines(dir.path()).pop().unwrap();
+    assert!(last["solution_id"].is_null());
+    assert!(last["error"].as_str().unwrap().contains("rate-limited"));
+
+    // The mock echoes the Authorization header it got into its 401 body.
+    let wrong = "wrong-key-9876543210";
+    let refused = milo(
+        dir.path(),
+        Some(wrong),
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+    );
+    assert_eq!(refused.code, 4, "{}", refused.all());
+    assert!(
+        refused.stderr.contains("refused the key"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.all().contains(wrong), "{}", refused.all());
+    let ledger = std::fs::read_to_string(dir.path().join("arena/ledger.jsonl")).unwrap();
+    assert!(!ledger.contains(wrong));
+
+    let no_key = milo(
+        dir.path(),
+        None,
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+    );
+    assert_eq!(no_key.code, 2, "{}", no_key.all());
+    assert!(
+        no_key.stderr.contains("EINSTEIN_ARENA_API_KEY"),
+        "{}",
+        no_key.stderr
+    );
+    assert_key_nowhere(dir.path(), &[&waited, &gave_up, &refused, &no_key]);
+}
+
+#[test]
+fn large_constructions_go_through_a_blob_and_survive_an_upload_cut_off_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, _) = mock(MockOptions {
+        cut_uploads: 1,
+        ..MockOptions::default()
+    });
+    // Over 2 MB of JSON within the problem's 100,000 values: 17 digits and an exponent each.
+    let n = 99_000;
+    let big: Vec<f64> = (0..n)
+        .map(|i| {
+            let x = (i as f64 + 0.5) / n as f64;
+            1.234567e-5 * (1.123456789012345 + (1.0 - (2.0 * x - 1.0).powi(2)).sqrt())
+        })
+        .collect();
+    let file = write(dir.path(), "big.json", &big);
+    assert!(std::fs::metadata(&file).unwrap().len() > 2_000_000);
+    let sent = milo(
+        dir.path(),
+        Some(KEY),
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+    );
+    assert_eq!(sent.code, 0, "{}", sent.all());
+    let log = arena.log();
+    let tickets = log
+        .iter()
+        .filter(|r| r.target == "/api/solutions/upload-url")
+        .count();
+    assert_eq!(
+        tickets, 2,
+        "the cut-off upload is retried with a fresh ticket"
+    );
+    let put = log
+        .iter()
+        .find(|r| r.method == "PUT")
+        .expect("the second upload reached the mock");
+    assert_eq!(
+        put.header("authorization"),
+        Some("Bearer upload-token-1"),
+        "the ticket's token, not the key"
+    );
+    assert_eq!(put.header("x-api-version"), Some("7"));
+    assert!(put.body_len > 2_000_000);
+    let post = log.iter().find(|r| r.target == "/api/solutions").unwrap();
+    assert!(
+        post.body_len < 1000,
+        "the blob's URL is sent, not the values"
+    );
+    assert_eq!(ledger_lines(dir.path())[0]["upload"], "blob");
+    milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    let decided = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert!(decided.stdout.contains("evaluated"), "{}", decided.stdout);
+
+    // An upload target that dies on every try: a clear failure, recorded without an id.
+    let (dying, _) = mock(MockOptions {
+        cut_uploads: 10,
+        ..MockOptions::default()
+    });
+    let failed = milo(
+        dir.path(),
+        Some(KEY),
+        &["arena", "submit", FIRST, &file, "--base-url", &dying.base],
+    );
+    assert_eq!(failed.code, 4, "{}", failed.all());
+    assert!(
+        failed.stderr.contains("blob upload failed 3 times"),
+        "{}",
+        failed.stderr
+    );
+    let last = ledger_lines(dir.path()).pop().unwrap();
+    assert!(last["solution_id"].is_null());
+    assert!(
+        dying.log().iter().all(|r| r.target != "/api/solutions"),
+        "nothing submitted"
+    );
+    assert_key_nowhere(dir.path(), &[&sent, &decided, &failed]);
+}
