@@ -202,6 +202,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         orchestrator: ORCHESTRATORS[0].into(),
         lineage_store: LINEAGE_STORES[0].into(),
         executor: EXECUTORS[0].into(),
+        slurm: None,
         cpu_seconds: None,
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,

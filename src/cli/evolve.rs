@@ -3,6 +3,7 @@
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
+use crate::executor::SlurmOptions;
 use crate::search::archive::search_evaluations;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
@@ -14,6 +15,47 @@ use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::search::state::SearchState;
 use crate::suite::Suite;
 use std::path::{Path, PathBuf};
+
+/// How the `slurm` executor submits (`milo evolve --executor slurm`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SlurmArgs {
+    /// Slurm partition (default: the cluster's default).
+    #[arg(long = "slurm-partition", value_name = "NAME")]
+    partition: Option<String>,
+    /// At most K tasks of a batch run at once (the job array's `%K`).
+    #[arg(long = "slurm-throttle", value_name = "K")]
+    throttle: Option<usize>,
+    /// Minutes added to a task's budget for Slurm's --time (a backstop: milo stops first).
+    #[arg(
+        long = "slurm-time-margin",
+        value_name = "MINUTES",
+        default_value_t = 5
+    )]
+    time_margin: u64,
+    /// Seconds between two looks at the queue.
+    #[arg(long = "slurm-poll", value_name = "SECONDS", default_value_t = 2.0)]
+    poll: f64,
+    /// Submissions of one task before it is recorded as lost.
+    #[arg(long = "slurm-max-submits", value_name = "N", default_value_t = 3)]
+    max_submits: usize,
+    /// An extra sbatch option, passed as it is (repeat for several).
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    sbatch_args: Vec<String>,
+}
+
+impl SlurmArgs {
+    /// The submission options when `executor` is `slurm`.
+    pub fn options(&self, executor: &str) -> Option<SlurmOptions> {
+        (executor == "slurm").then(|| SlurmOptions {
+            partition: self.partition.clone(),
+            throttle: self.throttle,
+            time_margin_minutes: self.time_margin,
+            poll_seconds: self.poll,
+            max_submits: self.max_submits,
+            sbatch_args: self.sbatch_args.clone(),
+        })
+    }
+}
 
 /// The suite `milo evolve` runs on without `--suite`.
 pub const DEFAULT_SUITE: &str =
@@ -62,9 +104,12 @@ pub struct EvolveArgs {
     /// The orchestrator consulted when islands stall.
     #[arg(long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
     orchestrator: String,
-    /// Where task evaluations run (`local-threads`: this process, `--jobs` threads).
+    /// Where task evaluations run (`local-threads`: this process, `--jobs` threads; `slurm`: job
+    /// arrays over the run directory, which the nodes must share).
     #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
     executor: String,
+    #[command(flatten)]
+    slurm: SlurmArgs,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
@@ -75,7 +120,7 @@ pub struct EvolveArgs {
     promote_discoveries: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "tasks_per_round", "promote_discoveries"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "tasks_per_round", "promote_discoveries"])]
     resume: Option<PathBuf>,
 }
 
@@ -156,6 +201,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         orchestrator: args.orchestrator.clone(),
         lineage_store: LINEAGE_STORES[0].into(),
         executor: args.executor.clone(),
+        slurm: args.slurm.options(&args.executor),
         cpu_seconds: None,
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,

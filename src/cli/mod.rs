@@ -10,6 +10,7 @@ mod problems;
 mod report;
 mod suite;
 mod verify;
+mod worker;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, EXIT_OK};
@@ -56,6 +57,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Write an HTML report with figures of a search run or a benchmark directory.
     Report(report::ReportArgs),
+    /// Run one spooled attempt task and write its result (what a Slurm job runs; not for hands).
+    #[command(hide = true)]
+    Worker(worker::WorkerArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit code.
@@ -77,6 +81,7 @@ pub fn execute(cli: Cli) -> i32 {
         Command::Lineage(args) => lineage::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Worker(args) => worker::run(&args),
     };
     match outcome {
         Ok(code) => code,

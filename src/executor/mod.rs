@@ -4,12 +4,15 @@
 //! construction with its exact score, the parent program, the harness and the library programs
 //! as text, the budget, the seed and the writer by name. Its result is a serialisable
 //! [`Attempt`]. So an [`Executor`] may run tasks in threads here ([`LocalThreads`], `--jobs`), or
-//! hand them to other processes or machines (a batch scheduler writing each task to a file and
-//! running a worker on it) — the results are the same bits either way.
+//! hand them to other processes or machines ([`Slurm`]: each task a file in a [`spool`], a worker
+//! process per task) — the results are the same bits either way.
 
 mod local_threads;
+pub mod slurm;
+pub mod spool;
 
 pub use local_threads::LocalThreads;
+pub use slurm::{Slurm, SlurmOptions};
 
 use crate::agent::{exact_text, Assignment, Attempt, OptimizerWriter};
 use crate::cancel::CancelToken;

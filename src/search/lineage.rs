@@ -50,6 +50,9 @@ pub struct RunConfig {
     /// The executor of attempts, by name (absent in older lineages: local threads).
     #[serde(default = "default_executor")]
     pub executor: String,
+    /// How the `slurm` executor submits (absent for other executors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<crate::executor::SlurmOptions>,
     /// Stop once the search tasks' CPU seconds, summed over nodes, reach this (benchmarks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
@@ -387,6 +390,7 @@ mod tests {
             orchestrator: "builtin".into(),
             lineage_store: "jsonl".into(),
             executor: "local-threads".into(),
+            slurm: None,
             cpu_seconds: None,
             components: Components::default(),
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,

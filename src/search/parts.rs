@@ -9,7 +9,7 @@ use super::mutators::{self, Mutator};
 use super::orchestrator::{BuiltinOrchestrator, Orchestrator};
 use crate::agent::writer_by_name;
 use crate::error::{MiloError, Result};
-use crate::executor::{Executor, LocalThreads};
+use crate::executor::{Executor, LocalThreads, Slurm, SlurmOptions};
 use std::path::Path;
 
 /// Names of the orchestrators (the first is the default).
@@ -19,7 +19,11 @@ pub const ORCHESTRATORS: [&str; 1] = ["builtin"];
 pub const LINEAGE_STORES: [&str; 1] = ["jsonl"];
 
 /// Names of the executors (the first is the default).
-pub const EXECUTORS: [&str; 1] = ["local-threads"];
+pub const EXECUTORS: [&str; 2] = ["local-threads", "slurm"];
+
+/// The spool of the `slurm` executor, inside the run directory (which must be on a filesystem
+/// the cluster's nodes share).
+pub const SPOOL_DIR: &str = "spool";
 
 /// The parts a search runs with, besides its lineage store.
 pub struct Parts {
@@ -34,8 +38,9 @@ pub struct Parts {
 
 impl Parts {
     /// The parts named in `config` (its writer and lineage store are checked too; the executor
-    /// finds the writer by name itself), the executor with `jobs` threads.
-    pub fn named(config: &RunConfig, jobs: usize) -> Result<Parts> {
+    /// finds the writer by name itself), the executor with `jobs` threads, its spool (if it
+    /// spools) in the run directory `dir`.
+    pub fn named(config: &RunConfig, jobs: usize, dir: &Path) -> Result<Parts> {
         writer_by_name(&config.writer)?;
         check_store(&config.lineage_store)?;
         let mut names: Vec<&str> = Vec::new();
@@ -47,7 +52,12 @@ impl Parts {
         Ok(Parts {
             mutators: names.into_iter().map(mutator).collect::<Result<_>>()?,
             orchestrator: orchestrator(&config.orchestrator)?,
-            executor: executor(&config.executor, jobs)?,
+            executor: executor(
+                &config.executor,
+                jobs,
+                &dir.join(SPOOL_DIR),
+                config.slurm.clone(),
+            )?,
         })
     }
 
@@ -84,10 +94,17 @@ pub fn orchestrator(name: &str) -> Result<Box<dyn Orchestrator>> {
     }
 }
 
-/// The executor called `name`, with `jobs` threads where it uses threads.
-pub fn executor(name: &str, jobs: usize) -> Result<Box<dyn Executor>> {
+/// The executor called `name`: with `jobs` threads where it uses threads; where it spools, its
+/// spool at `spool` and its submission options `slurm` (defaults when absent).
+pub fn executor(
+    name: &str,
+    jobs: usize,
+    spool: &Path,
+    slurm: Option<SlurmOptions>,
+) -> Result<Box<dyn Executor>> {
     match name {
         "local-threads" => Ok(Box::new(LocalThreads::new(jobs))),
+        "slurm" => Ok(Box::new(Slurm::new(spool, slurm.unwrap_or_default())?)),
         _ => Err(unknown("executor", name, &EXECUTORS)),
     }
 }
@@ -142,8 +159,11 @@ mod tests {
         );
         let e = err(orchestrator("oracle").map(|_| ()));
         assert!(e.contains("'oracle'") && e.contains("builtin"), "{e}");
-        let e = err(executor("slurm", 2).map(|_| ()));
-        assert!(e.contains("'slurm'") && e.contains("local-threads"), "{e}");
+        let e = err(executor("kubernetes", 2, Path::new("spool"), None).map(|_| ()));
+        assert!(
+            e.contains("'kubernetes'") && e.contains("local-threads, slurm"),
+            "{e}"
+        );
         let e = err(check_store("sqlite"));
         assert!(e.contains("'sqlite'") && e.contains("jsonl"), "{e}");
         let e = err(writer_by_name("gpt").map(|_| ()));

@@ -126,6 +126,7 @@ impl Method for SearchVariant {
                 orchestrator: ORCHESTRATORS[0].into(),
                 lineage_store: LINEAGE_STORES[0].into(),
                 executor: EXECUTORS[0].into(),
+                slurm: None,
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
                 tasks_per_round: DEFAULT_TASKS_PER_ROUND,

@@ -108,7 +108,7 @@ impl Search {
         jobs: usize,
         cancel: CancelToken,
     ) -> Result<Search> {
-        let parts = Parts::named(&config, jobs)?;
+        let parts = Parts::named(&config, jobs, dir)?;
         Search::start_with(dir, config, parts, cancel)
     }
 
@@ -131,7 +131,7 @@ impl Search {
     /// executor on `jobs` threads.
     pub fn resume(dir: &Path, jobs: usize, cancel: CancelToken) -> Result<Search> {
         let (store, config, records) = open_store(dir)?;
-        let parts = Parts::named(&config, jobs)?;
+        let parts = Parts::named(&config, jobs, dir)?;
         let suite = Suite::load(&config.suite)?;
         Search::assemble(suite, dir, store, &records, parts, cancel)
     }

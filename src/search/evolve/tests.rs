@@ -202,6 +202,7 @@ fn run_with(
         orchestrator: "recording".into(),
         lineage_store: "jsonl".into(),
         executor: "recording".into(),
+        slurm: None,
         cpu_seconds: None,
         components: Components {
             parent_choice: ParentChoice::Best,

@@ -34,6 +34,7 @@ impl Lineage {
             orchestrator: "builtin".into(),
             lineage_store: "jsonl".into(),
             executor: "local-threads".into(),
+            slurm: None,
             cpu_seconds: None,
             components: Default::default(),
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,

@@ -1,0 +1,218 @@
+//! The spool: a batch of attempt tasks as files on a filesystem the controller and the workers
+//! share, and the workers' results beside them.
+//!
+//! A batch lives in `<spool>/<batch>/`, `<batch>` the first 16 hex digits of the sha256 of its tasks
+//! (a resumed run that issues the same batch finds it again):
+//! - `task-<i>.json`: an [`AttemptTask`];
+//! - `result-<i>.json`: a [`WorkerResult`], written under a temporary name and renamed into place, so
+//!   a result that exists is whole; a worker finding it exits at once (requeues are idempotent);
+//! - `jobs.json`: the scheduler's submissions of this batch ([`Submission`]), replaced atomically.
+//!
+//! The `milo` binary is copied to `<spool>/bin/milo-<hash>` once: a rebuild during a run cannot
+//! change what the workers run.
+
+use super::{solve, AttemptTask};
+use crate::agent::{writer_by_name, Attempt};
+use crate::cancel::CancelToken;
+use crate::error::{MiloError, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What a worker leaves for one task.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerResult {
+    /// The attempt ran.
+    Done(Box<Attempt>),
+    /// The task cannot run (an invalid program, an unknown writer…): deterministic, not retried.
+    Failed(String),
+}
+
+/// One submission of (some of) a batch's tasks to the scheduler.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Submission {
+    /// The scheduler's job id.
+    pub job: String,
+    /// The task indices it runs.
+    pub indices: Vec<usize>,
+    /// Why it was submitted: `initial`, or which tasks vanished without a result.
+    pub reason: String,
+}
+
+/// A batch of tasks in the spool.
+pub struct Batch {
+    dir: PathBuf,
+    len: usize,
+}
+
+impl Batch {
+    /// Writes `tasks` into their batch directory under `spool` (kept as it is when a resumed run
+    /// issues the same batch again).
+    pub fn write(spool: &Path, tasks: &[AttemptTask]) -> Result<Batch> {
+        let text: Vec<String> = tasks
+            .iter()
+            .map(|t| serde_json::to_string(t).expect("a task serializes"))
+            .collect();
+        let mut hash = Sha256::new();
+        for t in &text {
+            hash.update(t.as_bytes());
+            hash.update(b"\n");
+        }
+        let name: String = hash.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let dir = spool.join(name);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        for (i, t) in text.iter().enumerate() {
+            let path = dir.join(format!("task-{i}.json"));
+            if !path.exists() {
+                replace(&path, t.as_bytes())?;
+            }
+        }
+        Ok(Batch {
+            dir,
+            len: tasks.len(),
+        })
+    }
+
+    /// The batch's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch has no task.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The result file of task `i`.
+    pub fn result_path(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("result-{i}.json"))
+    }
+
+    /// The indices without a result yet.
+    pub fn missing(&self) -> Vec<usize> {
+        (0..self.len)
+            .filter(|&i| !self.result_path(i).exists())
+            .collect()
+    }
+
+    /// The result of task `i` (it must exist).
+    pub fn result(&self, i: usize) -> Result<WorkerResult> {
+        let path = self.result_path(i);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
+            path,
+            message: format!("not a worker result: {e}"),
+        })
+    }
+
+    /// Records a result for task `i` that no worker will write (a task lost too often).
+    pub fn give_up(&self, i: usize, why: &str) -> Result<()> {
+        let result = WorkerResult::Failed(why.to_string());
+        replace(
+            &self.result_path(i),
+            serde_json::to_string(&result)
+                .expect("a result serializes")
+                .as_bytes(),
+        )
+    }
+
+    /// The submissions so far.
+    pub fn submissions(&self) -> Result<Vec<Submission>> {
+        let path = self.dir.join("jobs.json");
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(source) => Err(MiloError::Io { path, source }),
+        }
+    }
+
+    /// Records one more submission.
+    pub fn record(&self, submission: Submission) -> Result<()> {
+        let mut all = self.submissions()?;
+        all.push(submission);
+        let text = serde_json::to_string_pretty(&all).expect("submissions serialize");
+        replace(&self.dir.join("jobs.json"), text.as_bytes())
+    }
+}
+
+/// The worker's side: runs the task in `task_file` unless `result_file` exists, and writes its
+/// result there (a task that cannot run gets a [`WorkerResult::Failed`]). An unreadable task
+/// file is an error (no result: the scheduler may retry).
+pub fn work(task_file: &Path, result_file: &Path) -> Result<()> {
+    if result_file.exists() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(task_file).map_err(io(task_file))?;
+    let task: AttemptTask = serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
+        path: task_file.to_path_buf(),
+        message: format!("not an attempt task: {e}"),
+    })?;
+    let outcome = writer_by_name(&task.writer)
+        .and_then(|writer| solve(writer.as_ref(), &task, &CancelToken::new()));
+    let result = match outcome {
+        Ok(attempt) => WorkerResult::Done(Box::new(attempt)),
+        Err(e) => WorkerResult::Failed(e.to_string()),
+    };
+    replace(
+        result_file,
+        serde_json::to_string(&result)
+            .expect("a result serializes")
+            .as_bytes(),
+    )
+}
+
+/// Copies the `milo` binary at `binary` to `<spool>/bin/milo-<hash>` (once) and returns that
+/// path.
+pub fn install_binary(spool: &Path, binary: &Path) -> Result<PathBuf> {
+    let bytes = std::fs::read(binary).map_err(io(binary))?;
+    let hash: String = Sha256::digest(&bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let bin = spool.join("bin");
+    std::fs::create_dir_all(&bin).map_err(io(&bin))?;
+    let path = bin.join(format!("milo-{hash}"));
+    if !path.exists() {
+        replace(&path, &bytes)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .map_err(io(&path))?;
+        }
+    }
+    Ok(path)
+}
+
+/// Writes `bytes` to a temporary sibling of `path`, syncs it, and renames it into place.
+fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
+    file.write_all(bytes).map_err(io(path))?;
+    file.as_file().sync_all().map_err(io(path))?;
+    file.persist(path).map_err(|e| MiloError::Io {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    Ok(())
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

@@ -1,0 +1,404 @@
+//! The Slurm executor against a real single-node cluster started by each test
+//! (`tests/slurm_cluster`): the same lineage as local threads, cancelled jobs resubmitted, a task
+//! that always fails recorded once, and a controller killed mid-round that resumes by adopting its
+//! queued jobs. Each test prints a SKIP note and passes where Slurm cannot run.
+
+mod common;
+mod slurm_cluster;
+
+use common::tiny_suite;
+use milo::cancel::CancelToken;
+use milo::executor::{AttemptTask, Executor, LocalThreads, Slurm, SlurmOptions};
+use serde_json::Value;
+use slurm_cluster::{wait_for, Cluster};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// One cluster at a time: the machine has few cores and each cluster its own daemons.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The evolve settings every run here shares.
+const EVOLVE: [&str; 8] = [
+    "--rounds",
+    "2",
+    "--islands",
+    "2",
+    "--tasks-per-round",
+    "2",
+    "--seed",
+    "5",
+];
+
+fn milo(cluster: Option<&Cluster>, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_milo"));
+    command.args(args);
+    if let Some(c) = cluster {
+        command.env("SLURM_CONF", &c.conf);
+    }
+    command
+}
+
+fn succeed(mut command: Command) {
+    let out = command.output().expect("milo runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The lineage's records without what is measured or where it ran: timestamps, CPU and wall
+/// seconds, the executor's name and options.
+fn lineage(run: &Path) -> Vec<Value> {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for key in ["at", "cpu_seconds", "wall_seconds", "executor", "slurm"] {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    std::fs::read_to_string(run.join("lineage.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            strip(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// Every submission recorded in the run's spool: `(batch, job, indices, reason)`.
+fn submissions(run: &Path) -> Vec<(String, Value)> {
+    let mut all = Vec::new();
+    let Ok(batches) = std::fs::read_dir(run.join("spool")) else {
+        return all;
+    };
+    for batch in batches {
+        let dir = batch.unwrap().path();
+        if let Ok(text) = std::fs::read_to_string(dir.join("jobs.json")) {
+            let list: Vec<Value> = serde_json::from_str(&text).unwrap();
+            for s in list {
+                all.push((dir.file_name().unwrap().to_string_lossy().into_owned(), s));
+            }
+        }
+    }
+    all
+}
+
+/// The reference: the same run on local threads.
+fn local_run(dir: &Path, suite: &Path) -> PathBuf {
+    let run = dir.join("local");
+    let mut args = vec![
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run.to_str().unwrap(),
+    ];
+    args.extend(EVOLVE);
+    succeed(milo(None, &args));
+    run
+}
+
+fn slurm_args<'a>(suite: &'a Path, run: &'a Path) -> Vec<&'a str> {
+    let mut args = vec![
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run.to_str().unwrap(),
+        "--executor",
+        "slurm",
+        "--slurm-poll",
+        "0.2",
+    ];
+    args.extend(EVOLVE);
+    args
+}
+
+#[test]
+fn evolve_on_slurm_records_the_lineage_of_local_threads() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cluster) = Cluster::start("evolve_on_slurm_records_the_lineage_of_local_threads")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let local = local_run(dir.path(), &suite);
+    let run = dir.path().join("slurm");
+    succeed(milo(Some(&cluster), &slurm_args(&suite, &run)));
+    assert_eq!(lineage(&run), lineage(&local));
+    let subs = submissions(&run);
+    assert!(!subs.is_empty(), "the tasks ran as Slurm jobs");
+    assert!(
+        subs.iter().all(|(_, s)| s["reason"] == "initial"),
+        "{subs:?}"
+    );
+    assert!(
+        run.join("spool/bin").read_dir().unwrap().count() == 1,
+        "one copy of the binary"
+    );
+}
+
+/// A third-problem task: `seed`, `evaluations`, the parent program's TOML.
+fn task(seed: u64, parent: &str) -> AttemptTask {
+    let problem = milo::problems::by_slug("third-autocorrelation-inequality").unwrap();
+    let start: Vec<f64> = (0..60)
+        .map(|i| 1.0 + 0.3 * ((i as f64) * 0.2).sin())
+        .collect();
+    AttemptTask {
+        task: format!("t{seed}"),
+        problem: problem.slug().to_string(),
+        start_exact: problem.score_exact(&start),
+        start,
+        parent: parent.to_string(),
+        seconds: None,
+        evaluations: Some(400),
+        seed,
+        writer: "builtin".into(),
+        harness: milo::harness::seed_harnesses()[0].to_toml(),
+        library: Vec::new(),
+    }
+}
+
+const POLISH: &str = "name = \"polish\"\n\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\n\
+                      betas = [1e3, 1e5]\nhistory = 10\niterations = 200\n\n[[steps]]\nkind = \"finalize\"\n";
+
+#[test]
+fn cancelled_jobs_are_resubmitted_and_a_task_that_always_fails_is_recorded_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "cancelled_jobs_are_resubmitted_and_a_task_that_always_fails_is_recorded_once";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    // SAFETY of the environment: the tests here run one at a time (SERIAL); the executor's
+    // sbatch and squeue read SLURM_CONF from this process.
+    unsafe { std::env::set_var("SLURM_CONF", &cluster.conf) };
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = vec![
+        task(1, POLISH),
+        task(2, "this is not TOML ["),
+        task(3, POLISH),
+        task(4, POLISH),
+    ];
+    let options = SlurmOptions {
+        throttle: Some(1),
+        poll_seconds: 0.2,
+        ..SlurmOptions::default()
+    };
+    let spool = dir.path().join("spool");
+    let milo_binary = Path::new(env!("CARGO_BIN_EXE_milo"));
+    let slurm = Slurm::new(&spool, options)
+        .unwrap()
+        .with_worker(milo_binary);
+    let handle = {
+        let tasks = tasks.clone();
+        std::thread::spawn(move || slurm.run(&tasks, &CancelToken::new()).unwrap())
+    };
+    // Cancel the first job while most of its elements wait behind the throttle.
+    wait_for(|| !cluster.jobs().is_empty(), "the batch's job");
+    let job = cluster.jobs()[0].0.split('_').next().unwrap().to_string();
+    cluster.tool("scancel", &[&job]).expect("scancel");
+    let results = handle.join().unwrap();
+
+    let reference = LocalThreads::new(1)
+        .run(&tasks, &CancelToken::new())
+        .unwrap();
+    for (i, (got, want)) in results.iter().zip(&reference).enumerate() {
+        match (got, want) {
+            // The same attempt as on local threads, but for its measured seconds.
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.best, b.best, "task {i}");
+                assert_eq!(a.best_exact, b.best_exact, "task {i}");
+                assert_eq!(a.best_program, b.best_program, "task {i}");
+                assert_eq!(a.evaluations, b.evaluations, "task {i}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            _ => panic!("task {i}: {got:?} against {want:?}"),
+        }
+    }
+    assert!(results[1]
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("parent program"));
+    let batch = std::fs::read_dir(&spool)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("jobs.json").exists())
+        .unwrap();
+    let subs: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("jobs.json")).unwrap()).unwrap();
+    assert!(
+        subs.len() >= 2,
+        "the cancelled tasks were submitted again: {subs:?}"
+    );
+    assert!(
+        subs[1]["reason"].as_str().unwrap().contains("no live job"),
+        "{subs:?}"
+    );
+    let failing_submits = subs
+        .iter()
+        .filter(|s| s["indices"].as_array().unwrap().contains(&Value::from(1)))
+        .count();
+    assert!(
+        failing_submits <= 2,
+        "a deterministic failure is written once, not retried: {subs:?}"
+    );
+
+    // With one submission allowed, a cancelled task is recorded as lost (the job is held, so
+    // it is cancelled before it can run).
+    let lost_spool = dir.path().join("lost");
+    let one = SlurmOptions {
+        poll_seconds: 0.2,
+        max_submits: 1,
+        sbatch_args: vec!["--hold".into()],
+        ..SlurmOptions::default()
+    };
+    let slurm = Slurm::new(&lost_spool, one)
+        .unwrap()
+        .with_worker(milo_binary);
+    let tasks = vec![task(7, POLISH), task(8, POLISH)];
+    let newest = || {
+        cluster
+            .jobs()
+            .iter()
+            .filter_map(|(id, _)| id.split('_').next()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+    };
+    let before = newest();
+    let handle = std::thread::spawn(move || slurm.run(&tasks, &CancelToken::new()).unwrap());
+    wait_for(|| newest() > before, "the second batch's job");
+    cluster
+        .tool("scancel", &[&newest().to_string()])
+        .expect("scancel");
+    let results = handle.join().unwrap();
+    assert!(
+        results
+            .iter()
+            .all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("lost"))),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cluster) =
+        Cluster::start("a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let local = local_run(dir.path(), &suite);
+    let run = dir.path().join("slurm");
+    // A throttle of 1 keeps jobs queued while the controller is killed.
+    let mut args = slurm_args(&suite, &run);
+    args.extend(["--slurm-throttle", "1"]);
+    let mut controller: Child = milo(Some(&cluster), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(
+        || submissions(&run).len() >= 2,
+        "the second batch's submission",
+    );
+    controller.kill().unwrap();
+    controller.wait().unwrap();
+    let queued_at_kill = cluster
+        .jobs()
+        .iter()
+        .filter(|(_, s)| s == "PENDING" || s == "RUNNING")
+        .count();
+    succeed(milo(
+        Some(&cluster),
+        &["evolve", "--resume", run.to_str().unwrap()],
+    ));
+    assert_eq!(lineage(&run), lineage(&local));
+    let subs = submissions(&run);
+    assert!(
+        subs.iter().all(|(_, s)| s["reason"] == "initial"),
+        "adopted, not resubmitted ({queued_at_kill} elements were queued at the kill): {subs:?}"
+    );
+}
+
+#[test]
+fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Longer tasks than the tiny suite's, so that a job is caught running.
+    let suite = tiny_suite(dir.path());
+    let text = std::fs::read_to_string(&suite).unwrap();
+    std::fs::write(
+        &suite,
+        text.replace("evaluations = 150", "evaluations = 6000"),
+    )
+    .unwrap();
+    let local = local_run(dir.path(), &suite);
+    let run = dir.path().join("slurm");
+    let mut args = slurm_args(&suite, &run);
+    args.extend(["--slurm-throttle", "1"]);
+    let mut controller: Child = milo(Some(&cluster), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = || {
+        cluster
+            .jobs()
+            .into_iter()
+            .find(|(_, state)| state == "RUNNING")
+            .map(|(id, _)| id)
+    };
+    wait_for(|| running().is_some(), "a running job");
+    let node = format!("nodename={}", cluster.node);
+    cluster
+        .tool(
+            "scontrol",
+            &["update", &node, "state=down", "reason=milo-test"],
+        )
+        .expect("the node goes down");
+    wait_for(
+        || {
+            cluster
+                .tool("scontrol", &["update", &node, "state=resume"])
+                .is_some()
+        },
+        "the node to come back",
+    );
+    // A requeued job waits for eligibility; make the waiting ones eligible now.
+    while controller.try_wait().unwrap().is_none() {
+        for (id, state) in cluster.jobs() {
+            if state == "PENDING" {
+                let job = format!("jobid={}", id.split('_').next().unwrap());
+                let _ = cluster.tool("scontrol", &["update", &job, "StartTime=now"]);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(controller.wait().unwrap().success());
+    let shown = cluster
+        .tool("scontrol", &["show", "job"])
+        .unwrap_or_default();
+    assert!(
+        shown.contains("Restarts=1") || shown.contains("Restarts=2"),
+        "some job was requeued after the node failure"
+    );
+    assert_eq!(lineage(&run), lineage(&local), "nothing lost or duplicated");
+}
