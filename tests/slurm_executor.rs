@@ -402,3 +402,60 @@ fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated()
     );
     assert_eq!(lineage(&run), lineage(&local), "nothing lost or duplicated");
 }
+
+#[test]
+fn bench_runs_its_evaluations_on_slurm() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cluster) = Cluster::start("bench_runs_its_evaluations_on_slurm") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let out = dir.path().join("bench");
+    succeed(milo(
+        Some(&cluster),
+        &[
+            "bench",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--methods",
+            "best-of-n",
+            "--seeds",
+            "1",
+            "--no-rerun",
+            "--budget",
+            "0.01",
+            "--out",
+            out.to_str().unwrap(),
+            "--executor",
+            "slurm",
+            "--slurm-poll",
+            "0.2",
+        ],
+    ));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        results["runs"].as_array().map(Vec::len),
+        Some(1),
+        "{results}"
+    );
+    // The run's directory (runs/<method>/<seed>) holds its spool.
+    let mut spooled = Vec::new();
+    let mut stack = vec![out.join("runs")];
+    while let Some(d) = stack.pop() {
+        if d.join("spool").is_dir() {
+            spooled.extend(submissions(&d));
+        }
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() && path.file_name().unwrap() != "spool" {
+                stack.push(path);
+            }
+        }
+    }
+    assert!(
+        !spooled.is_empty(),
+        "the benchmark's tasks ran as Slurm jobs"
+    );
+}

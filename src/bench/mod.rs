@@ -20,9 +20,11 @@ pub mod trajectory;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::to_f64;
+use crate::executor::SlurmOptions;
 use crate::records::{io_error as io, unix_seconds};
 use crate::search::evaluation::Quality;
 use crate::search::evolve::default_cost_measure;
+use crate::search::parts::EXECUTORS;
 use crate::suite::Suite;
 use results::{Batch, BenchResults, RunSummary};
 use serde::{Deserialize, Serialize};
@@ -47,6 +49,16 @@ pub struct BenchConfig {
     /// Whether the baselines carry each task's best discovery forward as its start.
     #[serde(default)]
     pub promote_discoveries: bool,
+    /// Where task evaluations run, by name (absent in older benchmarks: local threads).
+    #[serde(default = "local_threads")]
+    pub executor: String,
+    /// How the `slurm` executor submits (absent for other executors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmOptions>,
+}
+
+fn local_threads() -> String {
+    EXECUTORS[0].into()
 }
 
 /// Name of the settings file.
@@ -233,6 +245,8 @@ impl Bench {
                 quality: self.config.quality,
                 cost: default_cost_measure(&self.suite),
                 promote: self.config.promote_discoveries,
+                executor: &self.config.executor,
+                slurm: self.config.slurm.clone(),
             };
             let Some(mut trajectory) = method.run(&ctx)? else {
                 return Ok(None);
@@ -305,6 +319,8 @@ mod tests {
             cpu_seconds: 1.5,
             quality: Quality::Best,
             promote_discoveries: true,
+            executor: "local-threads".into(),
+            slurm: None,
         };
         let mut json = serde_json::to_value(&config).unwrap();
         assert_eq!(json["promote_discoveries"], true);

@@ -1,9 +1,11 @@
 //! `milo bench`: run search methods against each other on a suite at equal CPU budget.
 
+use super::evolve::SlurmArgs;
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::search::evaluation::Quality;
+use crate::search::parts::EXECUTORS;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -39,11 +41,17 @@ pub struct BenchArgs {
     /// Threads per run.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Where task evaluations run (`local-threads`, or `slurm`: job arrays over the benchmark
+    /// directory, which the nodes must share).
+    #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
+    executor: String,
+    #[command(flatten)]
+    slurm: SlurmArgs,
     /// Benchmark directory (default: runs/bench-<time>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args"])]
     resume: Option<PathBuf>,
 }
 
@@ -118,6 +126,8 @@ fn start(args: &BenchArgs) -> Result<Bench> {
         cpu_seconds: budget,
         quality: args.quality,
         promote_discoveries: args.promote_discoveries,
+        executor: args.executor.clone(),
+        slurm: args.slurm.options(&args.executor),
     };
     let dir = args.out.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();

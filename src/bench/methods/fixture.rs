@@ -61,5 +61,7 @@ pub fn context<'a>(suite: &'a Suite, dir: &'a Path, cpu_seconds: f64) -> RunCont
         quality: Quality::Best,
         cost: CostMeasure::Counted,
         promote: false,
+        executor: "local-threads",
+        slurm: None,
     }
 }

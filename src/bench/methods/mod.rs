@@ -24,13 +24,14 @@ pub mod stock;
 use super::trajectory::Trajectory;
 use crate::cancel::CancelToken;
 use crate::error::Result;
-use crate::executor::LocalThreads;
+use crate::executor::SlurmOptions;
 use crate::harness::Harness;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::search::evaluation::{
     evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Quality,
 };
+use crate::search::parts::{self, SPOOL_DIR};
 use crate::suite::{Suite, Task};
 use std::path::Path;
 
@@ -55,11 +56,15 @@ pub struct RunContext<'a> {
     /// Whether each search task's best discovery becomes its start for later steps
     /// (`--promote-discoveries`).
     pub promote: bool,
+    /// Where task evaluations run, by name (see [`crate::search::parts::executor`]).
+    pub executor: &'a str,
+    /// How the `slurm` executor submits.
+    pub slurm: Option<SlurmOptions>,
 }
 
 impl RunContext<'_> {
-    /// Evaluates `harness` under the writer called `writer` on `tasks`, on `jobs` local
-    /// threads; a writer's failure is the run's error.
+    /// Evaluates `harness` under the writer called `writer` on `tasks`, on the benchmark's
+    /// executor; a writer's failure is the run's error.
     pub fn evaluate(
         &self,
         writer: &str,
@@ -89,8 +94,13 @@ impl RunContext<'_> {
             cost: self.cost,
             library,
         };
-        let executor = LocalThreads::new(self.jobs);
-        match evaluate(&executor, harness, &refs, &settings, &self.cancel)? {
+        let executor = parts::executor(
+            self.executor,
+            self.jobs,
+            &self.dir.join(SPOOL_DIR),
+            self.slurm.clone(),
+        )?;
+        match evaluate(executor.as_ref(), harness, &refs, &settings, &self.cancel)? {
             Ok(evaluated) => Ok(evaluated),
             Err(failure) => Err(failure.error),
         }

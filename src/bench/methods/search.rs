@@ -21,7 +21,7 @@ use crate::search::lineage::{
     Components, ParentChoice, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
-use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
+use crate::search::parts::{LINEAGE_STORES, ORCHESTRATORS};
 
 /// Islands of the island rungs (as `milo evolve`'s default).
 const ISLANDS: usize = 3;
@@ -125,8 +125,8 @@ impl Method for SearchVariant {
                 mutators: self.mutators.iter().map(|m| m.to_string()).collect(),
                 orchestrator: ORCHESTRATORS[0].into(),
                 lineage_store: LINEAGE_STORES[0].into(),
-                executor: EXECUTORS[0].into(),
-                slurm: None,
+                executor: ctx.executor.into(),
+                slurm: ctx.slurm.clone(),
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
                 tasks_per_round: DEFAULT_TASKS_PER_ROUND,
