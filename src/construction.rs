@@ -36,7 +36,7 @@ pub fn read_values(path: &Path) -> Result<Vec<f64>> {
 /// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip.
 pub fn write_values(path: &Path, values: &[f64]) -> Result<()> {
     let text = to_json(values).map_err(MiloError::Invalid)?;
-    let io = |source| MiloError::Io {
+    let io = |source| MiloError::Write {
         path: path.to_path_buf(),
         source,
     };

@@ -3,7 +3,8 @@
 
 mod common;
 use common::{milo, Run};
-use milo::error::EXIT_USAGE;
+use milo::error::{EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
+use std::path::Path;
 
 const FIRST: &str = "first-autocorrelation-inequality";
 
@@ -31,7 +32,62 @@ fn a_duplicate_key_is_refused_naming_it() {
     let run = milo(&["verify", FIRST, path.to_str().unwrap()]);
     expect_failure(
         &run,
-        EXIT_USAGE,
+        EXIT_INPUT,
         &["duplicate key \"values\"", "twice.json"],
+    );
+}
+
+/// Writes a small valid start for the first problem and returns its path as text.
+fn small_start(dir: &Path) -> String {
+    let path = dir.join("start.json");
+    std::fs::write(&path, "[1, 0.5, 0.8, 1, 0.3, 0.9]").unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Writes a quick program (a short L-BFGS polish) and returns its path as text.
+fn quick_program(dir: &Path) -> String {
+    let path = dir.join("quick.toml");
+    std::fs::write(
+        &path,
+        "name = \"quick\"\n\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\n\
+         betas = [1e3]\nhistory = 5\niterations = 10\n\n[[steps]]\nkind = \"finalize\"\n",
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn exit_codes_tell_usage_input_and_write_failures_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let run = milo(&["verify", "no-such-problem", &start]);
+    expect_failure(&run, EXIT_USAGE, &["no-such-problem"]);
+    let missing = dir.path().join("missing.json");
+    let run = milo(&["verify", FIRST, missing.to_str().unwrap()]);
+    expect_failure(&run, EXIT_INPUT, &["cannot read", "missing.json"]);
+    // A trace under a regular file cannot be written: "cannot write", not "cannot read".
+    let trace = dir.path().join("start.json").join("trace.json");
+    let out = dir.path().join("out.json");
+    let run = milo(&[
+        "optimize",
+        FIRST,
+        "--start",
+        &start,
+        "--program",
+        &quick_program(dir.path()),
+        "--evaluations",
+        "20",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let line = run.stderr.lines().last().unwrap_or_default().to_string();
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert_eq!(run.code, EXIT_WRITE, "{}", run.stderr);
+    assert!(
+        line.contains("cannot write") && line.contains("trace.json"),
+        "{line}"
     );
 }

@@ -18,9 +18,9 @@ pub mod table;
 pub mod trajectory;
 
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, Result};
+use crate::error::{read_error, write_error, MiloError, Result};
 use crate::exact::rational::to_f64;
-use crate::records::{io_error as io, unix_seconds};
+use crate::records::unix_seconds;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::default_cost_measure;
 use crate::suite::Suite;
@@ -100,12 +100,12 @@ pub struct Bench {
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let partial = path.with_extension("json.partial");
     let text = serde_json::to_string_pretty(value).expect("benchmark records serialise");
-    std::fs::write(&partial, text).map_err(io(&partial))?;
-    std::fs::rename(&partial, path).map_err(io(path))
+    std::fs::write(&partial, text).map_err(write_error(&partial))?;
+    std::fs::rename(&partial, path).map_err(write_error(path))
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let text = std::fs::read_to_string(path).map_err(read_error(path))?;
     serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -113,7 +113,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
 }
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(io(path))
+    std::fs::write(path, text).map_err(write_error(path))
 }
 
 impl Bench {
@@ -136,7 +136,7 @@ impl Bench {
             )));
         }
         let suite = Suite::load(&config.suite)?;
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::create_dir_all(dir).map_err(write_error(dir))?;
         write_json(&path, &config)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
@@ -213,7 +213,7 @@ impl Bench {
                 continue;
             }
             observer.starting(planned, i + 1, plan.len());
-            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
             let started_path = dir.join(STARTED_FILE);
             let started_at: f64 = if started_path.exists() {
                 read_json(&started_path)?

@@ -14,7 +14,7 @@ pub mod progress;
 pub mod run;
 
 use crate::bench::RESULTS_FILE;
-use crate::error::{MiloError, Result};
+use crate::error::{write_error, MiloError, Result};
 use crate::search::lineage::LINEAGE_FILE;
 use std::path::{Path, PathBuf};
 
@@ -40,19 +40,13 @@ pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
             RESULTS_FILE
         )));
     }
-    std::fs::create_dir_all(out).map_err(|source| MiloError::Io {
-        path: out.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(out).map_err(write_error(out))?;
     let page = if is_run {
         run::run_page(dir, out)?
     } else {
         bench::bench_page(dir, out)?
     };
     let index = out.join(INDEX_FILE);
-    std::fs::write(&index, page.render()).map_err(|source| MiloError::Io {
-        path: index.clone(),
-        source,
-    })?;
+    std::fs::write(&index, page.render()).map_err(write_error(&index))?;
     Ok(index)
 }

@@ -124,7 +124,7 @@ pub fn save(figure: &impl Figure, out: &Path, stem: &str) -> Result<()> {
 }
 
 fn failed(path: &Path, error: impl std::fmt::Display) -> MiloError {
-    MiloError::Io {
+    MiloError::Write {
         path: path.to_path_buf(),
         source: std::io::Error::other(format!("cannot draw the figure: {error}")),
     }

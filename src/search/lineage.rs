@@ -8,10 +8,10 @@
 
 use super::admission::Verdict;
 use super::evaluation::Evaluation;
-use crate::error::{MiloError, Result};
+use crate::error::{write_error, MiloError, Result};
 use crate::harness::Harness;
 pub use crate::records::read_records;
-use crate::records::{io_error as io, AppendLog};
+use crate::records::AppendLog;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -315,7 +315,7 @@ pub const LINEAGE_FILE: &str = "lineage.jsonl";
 impl JsonlLineage {
     /// Creates a new run directory's lineage; an error if one already exists there.
     pub fn create(dir: &Path) -> Result<JsonlLineage> {
-        std::fs::create_dir_all(dir.join("harnesses")).map_err(io(dir))?;
+        std::fs::create_dir_all(dir.join("harnesses")).map_err(write_error(dir))?;
         let log = AppendLog::create(&dir.join(LINEAGE_FILE))?.ok_or_else(|| {
             MiloError::Usage(format!(
                 "{} already holds a run; resume it with --resume {}",
@@ -356,8 +356,8 @@ impl LineageStore for JsonlLineage {
         let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
         if !path.exists() {
             let partial = path.with_extension("toml.partial");
-            std::fs::write(&partial, harness.to_toml()).map_err(io(&partial))?;
-            std::fs::rename(&partial, &path).map_err(io(&path))?;
+            std::fs::write(&partial, harness.to_toml()).map_err(write_error(&partial))?;
+            std::fs::rename(&partial, &path).map_err(write_error(&path))?;
         }
         Ok(hash)
     }

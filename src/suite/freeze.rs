@@ -105,7 +105,11 @@ pub fn freeze(request: &FreezeRequest) -> Result<Suite> {
     let text = format!(
         "# Frozen by `milo suite freeze`: paths are relative to this file, starts pinned by sha256.\n{body}"
     );
-    let suite = Suite::parse(&text, out)?;
+    // The text is built from the flags: what is wrong with it is a usage error.
+    let suite = Suite::parse(&text, out).map_err(|e| match e {
+        MiloError::Malformed { message, .. } => MiloError::Usage(message),
+        other => other,
+    })?;
     write_new(out, &text)?;
     Ok(suite)
 }
@@ -199,7 +203,7 @@ fn relative_to(base: &Path, file: &Path) -> Result<String> {
 
 /// Writes a file that must not exist yet.
 fn write_new(path: &Path, text: &str) -> Result<()> {
-    let io = |source| MiloError::Io {
+    let io = |source| MiloError::Write {
         path: path.to_path_buf(),
         source,
     };

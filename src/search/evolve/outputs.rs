@@ -2,7 +2,7 @@
 //! and `discoveries/`, every new best beyond the suite's record — each with its provenance.
 
 use super::Search;
-use crate::error::{MiloError, Result};
+use crate::error::{write_error, Result};
 use crate::exact::rational::decimal_string;
 use crate::search::evaluation::Discovery;
 use std::path::{Path, PathBuf};
@@ -19,10 +19,7 @@ impl Search {
         node: &str,
     ) -> Result<PathBuf> {
         let dir = self.dir().join("discoveries");
-        std::fs::create_dir_all(&dir).map_err(|source| MiloError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
         let score = decimal_string(&d.exact, 20);
         let task: String = d
             .task
@@ -75,9 +72,6 @@ impl Search {
             &provenance_path,
             serde_json::to_string_pretty(&provenance).expect("JSON"),
         )
-        .map_err(|source| MiloError::Io {
-            path: provenance_path,
-            source,
-        })
+        .map_err(write_error(&provenance_path))
     }
 }
