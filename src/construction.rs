@@ -33,23 +33,19 @@ pub fn read_values(path: &Path) -> Result<Vec<f64>> {
     })
 }
 
-/// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip.
+/// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip,
+/// replacing `path` atomically.
 pub fn write_values(path: &Path, values: &[f64]) -> Result<()> {
     let text = to_json(values).map_err(MiloError::Invalid)?;
-    let io = |source| MiloError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::create(path).map_err(io)?;
     if is_gzip_path(path) {
-        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        gz.write_all(text.as_bytes()).map_err(io)?;
-        gz.finish().map_err(io)?;
+        crate::atomic_file::write_with(path, |file| {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            gz.write_all(text.as_bytes())?;
+            gz.finish().map(|_| ())
+        })
     } else {
-        let mut file = file;
-        file.write_all(text.as_bytes()).map_err(io)?;
+        crate::atomic_file::write(path, text.as_bytes())
     }
-    Ok(())
 }
 
 /// The arena JSON text `{"values": [...]}` of finite values, shortest round-trip formatting.

@@ -4,6 +4,8 @@
 //! - [`problems`]: the four arena problems, one folder each (rules, scores, surrogate, models of
 //!   the problem-specific stages) beside their data files;
 //! - [`construction`]: reading and writing construction files;
+//! - [`atomic_file`]: every file milo rewrites is replaced atomically (temporary sibling, sync,
+//!   rename);
 //! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
@@ -29,6 +31,7 @@
 
 pub mod agent;
 pub mod arena;
+pub mod atomic_file;
 pub mod bench;
 pub mod cancel;
 pub mod cli;

@@ -4,7 +4,8 @@
 mod common;
 use common::{milo, Run};
 use milo::error::{EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const FIRST: &str = "first-autocorrelation-inequality";
 
@@ -90,4 +91,93 @@ fn exit_codes_tell_usage_input_and_write_failures_apart() {
         line.contains("cannot write") && line.contains("trace.json"),
         "{line}"
     );
+}
+
+/// A folder `starts/` with two small starts for the first problem, and the quick program.
+fn freeze_inputs(dir: &Path) -> (PathBuf, String) {
+    let starts = dir.join("starts");
+    std::fs::create_dir_all(&starts).unwrap();
+    std::fs::write(starts.join("a.json"), "[1, 0.5, 0.8, 1, 0.3, 0.9]").unwrap();
+    std::fs::write(starts.join("b.json"), "[1, 0.9, 0.7, 0.4, 0.3, 0.2]").unwrap();
+    (starts, quick_program(dir))
+}
+
+/// `milo suite freeze` of [`freeze_inputs`] into `out`, with `extra` flags.
+fn freeze(dir: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    let (starts, program) = freeze_inputs(dir);
+    let mut args: Vec<String> = [
+        "suite",
+        "freeze",
+        "--problem",
+        FIRST,
+        "--from",
+        starts.to_str().unwrap(),
+        "--programs",
+        &program,
+        "--seeds",
+        "1",
+        "--validation-seeds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// Runs `milo` with files limited to `kib` KiB (SIGXFSZ ignored, so a write past the limit fails
+/// with EFBIG as on a full disk).
+fn milo_with_file_limit(kib: u32, args: &[String]) -> Run {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_milo"))
+        .args(args)
+        .output()
+        .expect("bash runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_write_cut_short_by_a_full_disk_leaves_no_torn_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.toml");
+    // A long description makes the suite file larger than the 1 KiB limit.
+    let description = "d".repeat(4000);
+    let args = freeze(
+        dir.path(),
+        &out,
+        &["--budget-evaluations", "100", "--description", &description],
+    );
+    let run = milo_with_file_limit(1, &args);
+    expect_failure(&run, EXIT_WRITE, &["cannot write", "s.toml"]);
+    assert!(!out.exists(), "no half-written suite");
+    assert_eq!(
+        names_in(dir.path()),
+        ["quick.toml", "starts"],
+        "no temporary left"
+    );
+    // Without the limit the same suite is written whole.
+    let run = milo(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains(&description));
 }

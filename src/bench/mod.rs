@@ -17,6 +17,7 @@ pub mod results;
 pub mod table;
 pub mod trajectory;
 
+use crate::atomic_file;
 use crate::cancel::CancelToken;
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::exact::rational::to_f64;
@@ -98,10 +99,8 @@ pub struct Bench {
 
 /// Writes `value` as pretty JSON to `path` through a temporary file (never half-written).
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let partial = path.with_extension("json.partial");
     let text = serde_json::to_string_pretty(value).expect("benchmark records serialise");
-    std::fs::write(&partial, text).map_err(write_error(&partial))?;
-    std::fs::rename(&partial, path).map_err(write_error(path))
+    atomic_file::write(path, text.as_bytes())
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
@@ -113,7 +112,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
 }
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(write_error(path))
+    atomic_file::write(path, text.as_bytes())
 }
 
 impl Bench {

@@ -2,7 +2,7 @@
 
 use super::print_json;
 use crate::construction::{read_values, write_values};
-use crate::error::{write_error, MiloError, Result, EXIT_OK};
+use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
 use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
@@ -154,7 +154,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     write_values(&out, &outcome.best)?;
     if let Some(path) = &args.trace {
         let text = serde_json::to_string_pretty(&outcome.trace).expect("traces serialise");
-        std::fs::write(path, text).map_err(write_error(path))?;
+        crate::atomic_file::write(path, text.as_bytes())?;
     }
     let improvement = match problem.spec().direction {
         Direction::Minimize => &outcome.start_exact - &outcome.best_exact,

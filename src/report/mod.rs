@@ -47,6 +47,6 @@ pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
         bench::bench_page(dir, out)?
     };
     let index = out.join(INDEX_FILE);
-    std::fs::write(&index, page.render()).map_err(write_error(&index))?;
+    crate::atomic_file::write(&index, page.render().as_bytes())?;
     Ok(index)
 }

@@ -355,9 +355,7 @@ impl LineageStore for JsonlLineage {
         let hash = harness.content_hash();
         let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
         if !path.exists() {
-            let partial = path.with_extension("toml.partial");
-            std::fs::write(&partial, harness.to_toml()).map_err(write_error(&partial))?;
-            std::fs::rename(&partial, &path).map_err(write_error(&path))?;
+            crate::atomic_file::write(&path, harness.to_toml().as_bytes())?;
         }
         Ok(hash)
     }

@@ -43,9 +43,7 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
     if !path.exists() {
         let dir = run.join(STARTS_DIR);
         std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
-        let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, &text).map_err(write_error(&partial))?;
-        std::fs::rename(&partial, &path).map_err(write_error(&path))?;
+        crate::atomic_file::write(&path, text.as_bytes())?;
     }
     Ok(sha256)
 }

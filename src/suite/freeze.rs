@@ -4,7 +4,6 @@
 use super::{sha256_hex, Split, StartEntry, Suite, SuiteFile, TaskBudget};
 use crate::error::{MiloError, Result};
 use crate::problems::by_slug;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What `milo suite freeze` is asked to build.
@@ -110,7 +109,7 @@ pub fn freeze(request: &FreezeRequest) -> Result<Suite> {
         MiloError::Malformed { message, .. } => MiloError::Usage(message),
         other => other,
     })?;
-    write_new(out, &text)?;
+    crate::atomic_file::create_new(out, text.as_bytes())?;
     Ok(suite)
 }
 
@@ -199,20 +198,6 @@ fn relative_to(base: &Path, file: &Path) -> Result<String> {
             file.display()
         ))
     })
-}
-
-/// Writes a file that must not exist yet.
-fn write_new(path: &Path, text: &str) -> Result<()> {
-    let io = |source| MiloError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(io)?;
-    file.write_all(text.as_bytes()).map_err(io)
 }
 
 #[cfg(test)]

@@ -68,10 +68,7 @@ impl Search {
             "found_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         });
         let provenance_path = path.with_extension("provenance.json");
-        std::fs::write(
-            &provenance_path,
-            serde_json::to_string_pretty(&provenance).expect("JSON"),
-        )
-        .map_err(write_error(&provenance_path))
+        let text = serde_json::to_string_pretty(&provenance).expect("JSON");
+        crate::atomic_file::write(&provenance_path, text.as_bytes())
     }
 }
