@@ -181,3 +181,67 @@ fn a_write_cut_short_by_a_full_disk_leaves_no_torn_file() {
         .unwrap()
         .contains(&description));
 }
+
+#[test]
+fn budgets_out_of_range_are_usage_errors_naming_flag_value_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let program = quick_program(dir.path());
+    let out = dir.path().join("o.json");
+    for (flag, value) in [
+        ("--budget", "1e20"),
+        ("--budget", "1e308"),
+        ("--budget", "inf"),
+        ("--budget", "0"),
+        ("--budget", "-1"),
+        ("--budget", "nan"),
+        ("--evaluations", "0"),
+    ] {
+        let run = milo(&[
+            "optimize",
+            FIRST,
+            "--start",
+            &start,
+            "--program",
+            &program,
+            "--out",
+            out.to_str().unwrap(),
+            &format!("{flag}={value}"),
+        ]);
+        expect_failure(&run, EXIT_USAGE, &[flag]);
+        if flag == "--budget" {
+            assert!(run.stderr.contains("1e7"), "the range: {}", run.stderr);
+        }
+        assert!(!out.exists(), "{flag} {value}: nothing written");
+    }
+    // A suite asking for 1e20 seconds per task is refused when read, naming the key.
+    let suite = dir.path().join("frozen.toml");
+    let args = freeze(dir.path(), &suite, &["--budget-evaluations", "100"]);
+    assert_eq!(
+        milo(&args.iter().map(String::as_str).collect::<Vec<_>>()).code,
+        0
+    );
+    let text = std::fs::read_to_string(&suite).unwrap();
+    let edited = text.replace("evaluations = 100", "seconds = 1e20");
+    assert_ne!(edited, text);
+    std::fs::write(&suite, edited).unwrap();
+    let run = milo(&["suite", "show", suite.to_str().unwrap()]);
+    expect_failure(&run, EXIT_INPUT, &["budget.seconds", "1e20", "1e7"]);
+    // `suite freeze` refuses to write such a suite.
+    let huge = dir.path().join("huge.toml");
+    let args = freeze(dir.path(), &huge, &["--budget-seconds", "1e300"]);
+    let run = milo(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    expect_failure(&run, EXIT_USAGE, &["--budget-seconds", "1e300", "1e7"]);
+    assert!(!huge.exists());
+    // `bench` checks its budget the same way.
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--budget",
+        "1e20",
+        "--out",
+        dir.path().join("bench").to_str().unwrap(),
+    ]);
+    expect_failure(&run, EXIT_USAGE, &["--budget", "1e20", "1e7"]);
+}

@@ -3,6 +3,7 @@
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
+use crate::optimize::budget::MAX_SECONDS;
 use crate::search::archive::search_evaluations;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
@@ -123,9 +124,10 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         ));
     }
     if let Some(h) = args.hours {
-        if !(h.is_finite() && h > 0.0) {
+        let max = MAX_SECONDS / 3600.0;
+        if !(h.is_finite() && h > 0.0 && h <= max) {
             return Err(MiloError::Usage(format!(
-                "--hours must be positive, got {h}"
+                "--hours must be a number of hours in (0, {max:.0}], got {h}"
             )));
         }
     }

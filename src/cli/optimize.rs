@@ -4,6 +4,7 @@ use super::print_json;
 use crate::construction::{read_values, write_values};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
 use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
@@ -23,7 +24,7 @@ pub struct OptimizeArgs {
     /// Program file (TOML); default: the problem's default program.
     #[arg(long)]
     program: Option<PathBuf>,
-    /// Wall-clock budget in seconds (default 30 unless --evaluations is given).
+    /// Wall-clock budget in seconds, at most 1e7 (default 30 unless --evaluations is given).
     #[arg(long, value_name = "SECONDS")]
     budget: Option<f64>,
     /// Budget in objective evaluations (deterministic: same seed, same bits).
@@ -113,6 +114,14 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     }
     if args.jobs == 0 {
         return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    }
+    if let Some(seconds) = args.budget {
+        check_seconds("--budget", seconds).map_err(MiloError::Usage)?;
+    }
+    if args.evaluations == Some(0) {
+        return Err(MiloError::Usage(
+            "--evaluations must be at least 1, got 0".into(),
+        ));
     }
     let settings = RunSettings {
         seed: args.seed,

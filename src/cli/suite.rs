@@ -3,6 +3,7 @@
 use super::print_json;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::optimize::budget::check_seconds;
 use crate::problems::Direction;
 use crate::suite::freeze::{freeze, FreezeRequest};
 use crate::suite::{Suite, TaskBudget};
@@ -47,7 +48,7 @@ struct FreezeArgs {
     /// Labels (file names without .json / .json.gz) of starts held out for validation.
     #[arg(long, value_delimiter = ',')]
     validation_starts: Vec<String>,
-    /// Wall-clock budget of each task in seconds.
+    /// Wall-clock budget of each task in seconds, at most 1e7.
     #[arg(long, value_name = "SECONDS")]
     budget_seconds: Option<f64>,
     /// Budget of each task in objective evaluations (deterministic task runs).
@@ -83,6 +84,9 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
 }
 
 fn run_freeze(args: &FreezeArgs) -> Result<i32> {
+    if let Some(seconds) = args.budget_seconds {
+        check_seconds("--budget-seconds", seconds).map_err(MiloError::Usage)?;
+    }
     let budget = TaskBudget {
         seconds: args.budget_seconds,
         evaluations: args.budget_evaluations,
