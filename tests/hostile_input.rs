@@ -2,10 +2,10 @@
 //! exit codes, never a panic, never a half-written or silently replaced file.
 
 mod common;
-use common::{milo, Run};
+use common::{milo, tiny_suite, Run};
 use milo::error::{EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const FIRST: &str = "first-autocorrelation-inequality";
 
@@ -244,4 +244,79 @@ fn budgets_out_of_range_are_usage_errors_naming_flag_value_and_range() {
         dir.path().join("bench").to_str().unwrap(),
     ]);
     expect_failure(&run, EXIT_USAGE, &["--budget", "1e20", "1e7"]);
+}
+
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    for args in [vec!["problems"], vec!["verify", FIRST, start.as_str()]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before milo writes its first line (as `| head -0` would).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.trim().is_empty(), "{args:?}: quietly: {stderr}");
+    }
+}
+
+#[test]
+fn a_full_standard_output_is_a_write_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    for args in [vec!["problems"], vec!["verify", FIRST, start.as_str()]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_milo"))
+            .args(&args)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let run = Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        expect_failure(&run, EXIT_WRITE, &["cannot write standard output"]);
+    }
+}
+
+#[test]
+fn a_zero_construction_in_best_json_is_refused_on_resume_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let run_dir = dir.path().join("run");
+    let run = milo(&[
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--islands",
+        "1",
+        "--rounds",
+        "1",
+        "--tasks-per-round",
+        "1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::write(run_dir.join("best.json"), r#"{"values": [0, 0, 0]}"#).unwrap();
+    let resumed = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    expect_failure(
+        &resumed,
+        EXIT_INPUT,
+        &["best.json", "not a valid construction"],
+    );
+    let report = milo(&[
+        "report",
+        run_dir.to_str().unwrap(),
+        "--out",
+        dir.path().join("report").to_str().unwrap(),
+    ]);
+    expect_failure(&report, EXIT_INPUT, &["best.json"]);
 }

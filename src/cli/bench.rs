@@ -83,7 +83,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         );
         return Ok(EXIT_OK);
     };
-    println!("{}", table::markdown(&results));
+    out!("{}", table::markdown(&results))?;
     eprintln!(
         "milo: results in {} (results.md, methods.csv, runs.csv, results.json); \
          draw them with: milo report {}",

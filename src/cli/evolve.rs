@@ -107,7 +107,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     );
     let mut display = Display;
     let stop = search.run(&mut display)?;
-    summarise(&search, stop);
+    summarise(&search, stop)?;
     Ok(EXIT_OK)
 }
 
@@ -251,7 +251,7 @@ fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
     best.map(|(_, s, t, n, i)| (s, t, n, i))
 }
 
-fn summarise(search: &Search, stop: Stop) {
+fn summarise(search: &Search, stop: Stop) -> Result<()> {
     let state = search.state();
     let dir = search.dir();
     let why = match stop {
@@ -266,14 +266,14 @@ fn summarise(search: &Search, stop: Stop) {
         .iter()
         .filter(|e| matches!(e.action, Move::Promote { .. }))
         .count();
-    println!(
+    out!(
         "milo evolve: {why} after {} rounds: {} nodes ({admitted} admitted, {} rejected), {} orchestrator moves, {promotions} promotions, {} islands",
         state.rounds_done,
         state.nodes.len(),
         state.nodes.len() - admitted,
         state.events.len() - promotions,
         state.islands.len()
-    );
+    )?;
     // Each island's best beside its held-out validation: does the champion replicate?
     for island in 0..state.islands.len() {
         if let Some(best) = state.island_best(island) {
@@ -283,20 +283,20 @@ fn summarise(search: &Search, stop: Stop) {
                 .map_or("not validated".into(), |v| {
                     format!("{:.3}", v.fitness.quality)
                 });
-            println!(
+            out!(
                 "island {island} best {} ({}): search quality {:.3}, validation quality {validation}",
                 best.id, best.name, best.evaluation.fitness.quality
-            );
+            )?;
         }
     }
     if let Some((score, task, node, island)) = best_result(search) {
-        println!("best construction score: {score} (task {task}, node {node}, island {island})");
+        out!("best construction score: {score} (task {task}, node {node}, island {island})")?;
     }
-    println!(
+    out!(
         "record to beat (suite '{}'): {}",
         search.suite().name,
         decimal_string(&search.suite().record, 40)
-    );
+    )?;
     let discoveries = dir.join("discoveries");
     let found = std::fs::read_dir(&discoveries)
         .map(|d| {
@@ -309,10 +309,10 @@ fn summarise(search: &Search, stop: Stop) {
                 .count()
         })
         .unwrap_or(0);
-    println!(
+    out!(
         "discoveries: {found} in {}; lineage: {}; inspect with `milo lineage {}`",
         discoveries.display(),
         dir.join(LINEAGE_FILE).display(),
         dir.display()
-    );
+    )
 }

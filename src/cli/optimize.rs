@@ -1,6 +1,6 @@
 //! `milo optimize PROBLEM --start FILE`: run an optimizer program on a construction.
 
-use super::print_json;
+use super::json_line;
 use crate::construction::{read_values, write_values};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
@@ -187,20 +187,20 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "out": out,
     });
     if args.json {
-        return Ok(print_json(&report));
+        return json_line(&report);
     }
-    println!("problem      {} (program {})", problem.slug(), program.name);
-    println!(
+    out!("problem      {} (program {})", problem.slug(), program.name)?;
+    out!(
         "start exact  {}  (n = {})",
         report["start_exact"].as_str().unwrap_or(""),
         start.len()
-    );
-    println!(
+    )?;
+    out!(
         "best exact   {}  (n = {})",
         report["best_exact"].as_str().unwrap_or(""),
         outcome.best.len()
-    );
-    println!(
+    )?;
+    out!(
         "improvement  {} (min_improvement {:e}){}",
         report["improvement"].as_str().unwrap_or(""),
         problem.spec().min_improvement,
@@ -209,14 +209,15 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         } else {
             " — no verified improvement; wrote the start"
         }
-    );
-    println!(
+    )?;
+    out!(
         "evaluations  {} in {:.1}s",
-        outcome.evaluations, outcome.seconds
-    );
+        outcome.evaluations,
+        outcome.seconds
+    )?;
     if let Some(why) = outcome.trace.stopped {
-        println!("stopped      {why}");
+        out!("stopped      {why}")?;
     }
-    println!("wrote        {}", out.display());
+    out!("wrote        {}", out.display())?;
     Ok(EXIT_OK)
 }

@@ -2,13 +2,37 @@
 //! and `discoveries/`, every new best beyond the suite's record — each with its provenance.
 
 use super::Search;
-use crate::error::{write_error, Result};
+use crate::construction::read_values;
+use crate::error::{write_error, MiloError, Result, Violation};
 use crate::exact::rational::decimal_string;
+use crate::problems::Problem;
 use crate::search::evaluation::Discovery;
 use std::path::{Path, PathBuf};
 
 /// The run's best construction so far (any task), beside `best.provenance.json`.
 pub const BEST_FILE: &str = "best.json";
+
+/// Reads a run's `best.json` (at `path`) and checks it against `problem`'s rules: a file damaged
+/// or edited since it was written (all zeros, a negative value…) is a malformed input naming it.
+pub fn read_best(path: &Path, problem: &dyn Problem) -> Result<Vec<f64>> {
+    let values = read_values(path).map_err(|e| match e {
+        MiloError::Invalid(v) => malformed_best(path, &v),
+        other => other,
+    })?;
+    problem
+        .check(&values)
+        .map_err(|v| malformed_best(path, &v))?;
+    Ok(values)
+}
+
+fn malformed_best(path: &Path, violation: &Violation) -> MiloError {
+    MiloError::Malformed {
+        path: path.to_path_buf(),
+        message: format!(
+            "not a valid construction of this run ({violation}); restore or delete it"
+        ),
+    }
+}
 
 impl Search {
     /// Saves `d` to `discoveries/` (named by its score, task and harness); returns the path.
