@@ -320,3 +320,75 @@ fn a_zero_construction_in_best_json_is_refused_on_resume_not_a_panic() {
     ]);
     expect_failure(&report, EXIT_INPUT, &["best.json"]);
 }
+
+#[test]
+fn optimize_reserves_out_and_trace_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let program = quick_program(dir.path());
+    let optimize = |extra: &[&str]| {
+        let mut args = vec!["optimize", FIRST, "--start", &start, "--json"];
+        args.extend_from_slice(extra);
+        milo(&args)
+    };
+    // One file for both: a usage error, nothing written.
+    let same = dir.path().join("same.json");
+    let run = optimize(&[
+        "--out",
+        same.to_str().unwrap(),
+        "--trace",
+        same.to_str().unwrap(),
+    ]);
+    expect_failure(&run, EXIT_USAGE, &["--out and --trace", "same.json"]);
+    assert!(!same.exists());
+    // A missing directory fails before the run (the default program would take 20 s).
+    let lost = dir.path().join("no-such-dir").join("best.json");
+    let started = std::time::Instant::now();
+    let run = optimize(&["--out", lost.to_str().unwrap(), "--budget", "20"]);
+    expect_failure(&run, EXIT_WRITE, &["cannot write", "no-such-dir"]);
+    assert!(
+        started.elapsed().as_secs_f64() < 10.0,
+        "failed before the run"
+    );
+    // An existing trace is not overwritten, and the reserved --out is released.
+    let trace = dir.path().join("trace.json");
+    std::fs::write(&trace, "keep me").unwrap();
+    let out = dir.path().join("out.json");
+    let run = optimize(&[
+        "--program",
+        &program,
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    expect_failure(&run, EXIT_USAGE, &["--trace", "exists"]);
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), "keep me");
+    assert!(!out.exists(), "the reservation of --out is released");
+    // Two runs on one name: the second is refused, whether the first is running or done.
+    let first = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "optimize", FIRST, "--start", &start, "--json", "--budget", "3",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let second = optimize(&["--program", &program, "--out", out.to_str().unwrap()]);
+    expect_failure(&second, EXIT_USAGE, &["--out", "exists"]);
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let verified = milo(&["verify", FIRST, out.to_str().unwrap()]);
+    assert_eq!(
+        verified.code, 0,
+        "the first run's result is whole: {}",
+        verified.stderr
+    );
+}
