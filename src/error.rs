@@ -12,6 +12,7 @@
 //! | 5 | mismatch: a pulled entry's arena score disagrees with the exact re-verification |
 //! | 6 | unreadable or malformed input: a file is missing, unreadable, or not the expected format |
 //! | 7 | write failure: a file or directory could not be written (full disk, no permission…) |
+//! | 8 | busy: another milo process holds the run or benchmark directory's lock |
 //!
 //! Clap's own command-line errors exit 2 as well; a closed standard output ends the command
 //! quietly with exit 0 (see [`crate::cli`]).
@@ -34,6 +35,8 @@ pub const EXIT_INPUT: i32 = 6;
 /// Exit code when a file or directory could not be written (full disk, permissions, a closed
 /// directory…).
 pub const EXIT_WRITE: i32 = 7;
+/// Exit code when another process holds the lock of a run or benchmark directory.
+pub const EXIT_BUSY: i32 = 8;
 
 /// A rule of a problem broken by a construction, with the first offending index and value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -113,6 +116,14 @@ pub enum MiloError {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// Another process holds a directory's lock (a second `evolve` or `bench` on one directory).
+    #[error("{path} is held by another milo process{}; wait for it to end or stop it", holder(*.pid))]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder's process id, as it wrote it into the lock file (if readable).
+        pid: Option<u32>,
+    },
     /// A file was read but is not well-formed (bad JSON, bad gzip, bad TOML…).
     #[error("{path}: {message}")]
     Malformed {
@@ -144,8 +155,13 @@ impl MiloError {
             MiloError::Usage(_) => EXIT_USAGE,
             MiloError::Io { .. } | MiloError::Malformed { .. } => EXIT_INPUT,
             MiloError::Write { .. } => EXIT_WRITE,
+            MiloError::Busy { .. } => EXIT_BUSY,
         }
     }
+}
+
+fn holder(pid: Option<u32>) -> String {
+    pid.map(|p| format!(" (PID {p})")).unwrap_or_default()
 }
 
 /// Maps an I/O error while reading `path` to [`MiloError::Io`] ("cannot read PATH").

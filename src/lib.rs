@@ -7,6 +7,7 @@
 //! - [`atomic_file`]: every file milo rewrites is replaced atomically (temporary sibling, sync,
 //!   rename);
 //! - [`arena`]: the EinsteinArena client and `milo arena pull` (saved, re-verified leaderboards);
+//! - [`dir_lock`]: one process at a time on a run or benchmark directory (`milo.lock`);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
@@ -36,6 +37,7 @@ pub mod bench;
 pub mod cancel;
 pub mod cli;
 pub mod construction;
+pub mod dir_lock;
 pub mod error;
 pub mod exact;
 pub mod executor;

@@ -3,7 +3,7 @@
 
 mod common;
 use common::{milo, tiny_suite, Run};
-use milo::error::{EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
+use milo::error::{EXIT_BUSY, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -391,4 +391,88 @@ fn optimize_reserves_out_and_trace_at_the_start() {
         "the first run's result is whole: {}",
         verified.stderr
     );
+}
+
+/// Holds `dir`'s lock from this process (as a running milo would), its PID written in.
+fn hold_lock(dir: &Path) -> std::fs::File {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join("milo.lock"))
+        .unwrap();
+    file.try_lock().unwrap();
+    writeln!(file, "{}", std::process::id()).unwrap();
+    file
+}
+
+#[test]
+fn a_second_process_on_a_run_or_bench_directory_is_refused_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let suite = suite.to_str().unwrap();
+    let pid = std::process::id().to_string();
+    // A run directory: a live second `evolve` is refused while the first runs.
+    let run_dir = dir.path().join("run");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "evolve",
+            "--suite",
+            suite,
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+        ])
+        .args(["--islands", "1", "--rounds", "100000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = run_dir.join("milo.lock");
+    let waited = std::time::Instant::now();
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "the first run took its lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    let first_pid = first.id().to_string();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    expect_failure(
+        &second,
+        EXIT_BUSY,
+        &["milo.lock", &format!("PID {first_pid}")],
+    );
+    // Any holder is named: here the test process itself.
+    let held = hold_lock(&run_dir);
+    let again = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    expect_failure(&again, EXIT_BUSY, &["milo.lock", &format!("PID {pid}")]);
+    drop(held);
+    // A benchmark directory: resume is refused while another process holds it, then works.
+    let bench = dir.path().join("bench");
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite,
+        "--methods",
+        "best-of-n",
+        "--budget",
+        "0.05",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--out",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let held = hold_lock(&bench);
+    let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
+    expect_failure(&resumed, EXIT_BUSY, &["milo.lock", &format!("PID {pid}")]);
+    drop(held);
+    let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
 }

@@ -19,6 +19,7 @@ pub mod trajectory;
 
 use crate::atomic_file;
 use crate::cancel::CancelToken;
+use crate::dir_lock::DirLock;
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::exact::rational::to_f64;
 use crate::records::unix_seconds;
@@ -90,17 +91,27 @@ pub trait BenchObserver {
     fn finished(&mut self, _summary: &RunSummary, _resumed: bool) {}
 }
 
-/// A benchmark: its directory, settings and suite.
+/// A benchmark: its directory (locked while the benchmark is open, see [`DirLock`]), settings
+/// and suite.
 pub struct Bench {
     dir: PathBuf,
     config: BenchConfig,
     suite: Suite,
+    _lock: DirLock,
 }
 
 /// Writes `value` as pretty JSON to `path` through a temporary file (never half-written).
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("benchmark records serialise");
     atomic_file::write(path, text.as_bytes())
+}
+
+fn already_a_benchmark(dir: &Path) -> MiloError {
+    MiloError::Usage(format!(
+        "{} already holds a benchmark; resume it with --resume {}",
+        dir.display(),
+        dir.display()
+    ))
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
@@ -128,30 +139,38 @@ impl Bench {
         }
         let path = dir.join(CONFIG_FILE);
         if path.exists() {
-            return Err(MiloError::Usage(format!(
-                "{} already holds a benchmark; resume it with --resume {}",
-                dir.display(),
-                dir.display()
-            )));
+            return Err(already_a_benchmark(dir));
         }
         let suite = Suite::load(&config.suite)?;
         std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+        let lock = DirLock::acquire(dir)?;
+        // Checked again under the lock: another process may have started one meanwhile.
+        if path.exists() {
+            return Err(already_a_benchmark(dir));
+        }
         write_json(&path, &config)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
             config,
             suite,
+            _lock: lock,
         })
     }
 
     /// Resumes the benchmark in `dir`.
     pub fn resume(dir: &Path) -> Result<Bench> {
-        let config: BenchConfig = read_json(&dir.join(CONFIG_FILE))?;
+        let path = dir.join(CONFIG_FILE);
+        if !path.is_file() {
+            return Err(read_error(&path)(std::io::ErrorKind::NotFound.into()));
+        }
+        let lock = DirLock::acquire(dir)?;
+        let config: BenchConfig = read_json(&path)?;
         let suite = Suite::load(&config.suite)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
             config,
             suite,
+            _lock: lock,
         })
     }
 
