@@ -20,7 +20,7 @@ use crate::arena::send::Submitted;
 use crate::arena::submit::{check, send, Checked};
 use crate::arena::{ApiKey, ArenaClient};
 use crate::construction::read_values;
-use crate::error::{MiloError, Result};
+use crate::error::{write_error, MiloError, Result};
 use crate::exact::rational::{decimal_string, from_f64, to_f64, SCORE_DIGITS};
 use crate::problems::{by_slug, Direction};
 use crate::search::evolve::BEST_FILE;
@@ -117,7 +117,7 @@ impl Campaign {
                 dir.display()
             )));
         }
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::create_dir_all(dir).map_err(write_error(dir))?;
         let built = Campaign::build(dir, settings, plan, &client);
         if built.is_err() {
             // The directory was absent or empty: nothing of the user's is removed.
@@ -148,9 +148,9 @@ impl Campaign {
         let starts = valid_files(&pulled, &dir.join(PULL_DIR))?;
         let programs = if plan.programs.is_empty() {
             let folder = dir.join("programs");
-            std::fs::create_dir_all(&folder).map_err(io(&folder))?;
+            std::fs::create_dir_all(&folder).map_err(write_error(&folder))?;
             let path = folder.join(format!("{}.default.toml", settings.slug));
-            std::fs::write(&path, problem.default_program()).map_err(io(&path))?;
+            crate::atomic_file::write(&path, problem.default_program().as_bytes())?;
             vec![path]
         } else {
             plan.programs.clone()
@@ -180,7 +180,7 @@ impl Campaign {
         };
         let path = dir.join(CAMPAIGN_FILE);
         let text = serde_json::to_string_pretty(&settings).expect("settings serialize");
-        std::fs::write(&path, text + "\n").map_err(io(&path))?;
+        crate::atomic_file::write(&path, (text + "\n").as_bytes())?;
         Ok((settings, suite))
     }
 
@@ -250,9 +250,10 @@ impl Campaign {
         }
         // Keep a copy: best.json moves on while the arena evaluates.
         let copy = self.dir.join("submissions");
-        std::fs::create_dir_all(&copy).map_err(io(&copy))?;
+        std::fs::create_dir_all(&copy).map_err(write_error(&copy))?;
         let file = copy.join(format!("{}.json", decimal_string(&exact, SCORE_DIGITS)));
-        std::fs::copy(&best, &file).map_err(io(&best))?;
+        let bytes = std::fs::read(&best).map_err(io(&best))?;
+        crate::atomic_file::write(&file, &bytes)?;
         let checked = check(
             &self.client,
             &self.settings.slug,

@@ -9,6 +9,7 @@
 use crate::error::{MiloError, Result, Violation};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::fmt;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -32,23 +33,19 @@ pub fn read_values(path: &Path) -> Result<Vec<f64>> {
     })
 }
 
-/// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip.
+/// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip,
+/// replacing `path` atomically.
 pub fn write_values(path: &Path, values: &[f64]) -> Result<()> {
     let text = to_json(values).map_err(MiloError::Invalid)?;
-    let io = |source| MiloError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::create(path).map_err(io)?;
     if is_gzip_path(path) {
-        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        gz.write_all(text.as_bytes()).map_err(io)?;
-        gz.finish().map_err(io)?;
+        crate::atomic_file::write_with(path, |file| {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            gz.write_all(text.as_bytes())?;
+            gz.finish().map(|_| ())
+        })
     } else {
-        let mut file = file;
-        file.write_all(text.as_bytes()).map_err(io)?;
+        crate::atomic_file::write(path, text.as_bytes())
     }
-    Ok(())
 }
 
 /// The arena JSON text `{"values": [...]}` of finite values, shortest round-trip formatting.
@@ -203,8 +200,17 @@ impl<'de> Visitor<'de> for ConstructionSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Vec<f64>, A::Error> {
         let mut values = None;
+        let mut keys = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            if key == "values" && values.is_none() {
+            // Readers disagree on a repeated key (serde keeps the first, Python the last), so
+            // the same file would score differently: refuse it.
+            if !keys.insert(key.clone()) {
+                let shown: String = key.chars().take(40).collect();
+                return Err(de::Error::custom(format!(
+                    "duplicate key {shown:?} (every key must appear once)"
+                )));
+            }
+            if key == "values" {
                 values = Some(map.next_value_seed(ValuesSeed { index: self.index })?);
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -336,6 +342,14 @@ mod tests {
         assert!(malformed("").contains("malformed"));
         assert!(malformed("[1, 2] x").contains("trailing"));
         assert!(malformed("42").contains("expected"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_naming_the_key() {
+        let m = malformed(r#"{"values": [2, 2], "values": [1, 0.5]}"#);
+        assert!(m.contains(r#"duplicate key "values""#), "{m}");
+        let m = malformed(r#"{"note": 1, "values": [1], "note": 2}"#);
+        assert!(m.contains(r#"duplicate key "note""#), "{m}");
     }
 
     #[test]

@@ -1,16 +1,28 @@
 //! Errors and the exit codes they map to.
 //!
-//! Two kinds of failure matter to a user: the input could not be read at all (usage errors, missing
-//! or malformed files: exit 2), or it was read but is not a valid construction for the problem
-//! (NaN, a forbidden negative value, too many values…: exit 3). Every message names the rule and,
-//! where there is one, the first offending index and value. Talking to the arena adds exit 4 (server
-//! unreachable or unusable answer) and exit 5 (a pulled entry's arena score disagrees with ours).
+//! Every message is one line naming the rule and, where there is one, the first offending index
+//! and value (or the file, the flag and its value). The exit codes tell the kinds apart:
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0 | success (a valid construction, a finished command) |
+//! | 2 | usage: the command line asks for something impossible (unknown problem, bad flag value) |
+//! | 3 | invalid construction: read, but it breaks a rule of the problem (NaN, a negative value…) |
+//! | 4 | remote: the arena server was unreachable or gave an unusable answer |
+//! | 5 | mismatch: a pulled entry's arena score disagrees with the exact re-verification |
+//! | 6 | unreadable or malformed input: a file is missing, unreadable, or not the expected format |
+//! | 7 | write failure: a file or directory could not be written (full disk, no permission…) |
+//! | 8 | busy: another milo process holds the run or benchmark directory's lock |
+//! | 9 | would be dropped: the arena's rules would reject or discard a submission (not sent) |
+//!
+//! Clap's own command-line errors exit 2 as well; a closed standard output ends the command
+//! quietly with exit 0 (see [`crate::cli`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Exit code for a valid construction (and successful commands).
 pub const EXIT_OK: i32 = 0;
-/// Exit code for usage errors and unreadable files.
+/// Exit code for usage errors (a flag or argument that cannot be honoured).
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code for a construction that was read but breaks a rule of the problem.
 pub const EXIT_INVALID: i32 = 3;
@@ -19,7 +31,14 @@ pub const EXIT_REMOTE: i32 = 4;
 /// Exit code of `milo arena pull` when every pulled entry is valid but some arena score disagrees
 /// with the exact re-verification (an invalid entry gives [`EXIT_INVALID`] instead).
 pub const EXIT_MISMATCH: i32 = 5;
-/// Exit code of `milo arena submit` (and of a campaign's submission) when the arena's rules would
+/// Exit code for an input file that is missing, unreadable or malformed (bad JSON, TOML, gzip…).
+pub const EXIT_INPUT: i32 = 6;
+/// Exit code when a file or directory could not be written (full disk, permissions, a closed
+/// directory…).
+pub const EXIT_WRITE: i32 = 7;
+/// Exit code when another process holds the lock of a run or benchmark directory.
+pub const EXIT_BUSY: i32 = 8;
+/// Exit code of `milo arena submit` when the arena's rules would
 /// drop the construction (rejected by the threshold, or discarded behind our own entry): nothing
 /// was sent. `--force` sends it anyway.
 pub const EXIT_WOULD_BE_DROPPED: i32 = 9;
@@ -94,6 +113,22 @@ pub enum MiloError {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// A file or directory could not be created, written, synced or renamed into place.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// Another process holds a directory's lock (a second `evolve` or `bench` on one directory).
+    #[error("{path} is held by another milo process{}; wait for it to end or stop it", holder(*.pid))]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder's process id, as it wrote it into the lock file (if readable).
+        pid: Option<u32>,
+    },
     /// A file was read but is not well-formed (bad JSON, bad gzip, bad TOML…).
     #[error("{path}: {message}")]
     Malformed {
@@ -122,8 +157,31 @@ impl MiloError {
         match self {
             MiloError::Invalid(_) => EXIT_INVALID,
             MiloError::Remote { .. } => EXIT_REMOTE,
-            MiloError::Usage(_) | MiloError::Io { .. } | MiloError::Malformed { .. } => EXIT_USAGE,
+            MiloError::Usage(_) => EXIT_USAGE,
+            MiloError::Io { .. } | MiloError::Malformed { .. } => EXIT_INPUT,
+            MiloError::Write { .. } => EXIT_WRITE,
+            MiloError::Busy { .. } => EXIT_BUSY,
         }
+    }
+}
+
+fn holder(pid: Option<u32>) -> String {
+    pid.map(|p| format!(" (PID {p})")).unwrap_or_default()
+}
+
+/// Maps an I/O error while reading `path` to [`MiloError::Io`] ("cannot read PATH").
+pub fn read_error(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Maps an I/O error while writing `path` to [`MiloError::Write`] ("cannot write PATH").
+pub fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
+    move |source| MiloError::Write {
+        path: path.to_path_buf(),
+        source,
     }
 }
 

@@ -4,8 +4,11 @@
 //! - [`problems`]: the four arena problems, one folder each (rules, scores, surrogate, models of
 //!   the problem-specific stages) beside their data files;
 //! - [`construction`]: reading and writing construction files;
+//! - [`atomic_file`]: every file milo rewrites is replaced atomically (temporary sibling, sync,
+//!   rename);
 //! - [`arena`]: the EinsteinArena client: `pull` (saved, re-verified leaderboards), `submit`
 //!   (exact pre-checks against the live rules, inline or blob, a ledger), `status`;
+//! - [`dir_lock`]: one process at a time on a run or benchmark directory (`milo.lock`);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
@@ -31,11 +34,13 @@
 
 pub mod agent;
 pub mod arena;
+pub mod atomic_file;
 pub mod bench;
 pub mod campaign;
 pub mod cancel;
 pub mod cli;
 pub mod construction;
+pub mod dir_lock;
 pub mod error;
 pub mod exact;
 pub mod executor;

@@ -5,7 +5,7 @@
 //! cuts it off the file so appends continue on a clean line. A bad line before the last is
 //! corruption, reported with its line number.
 
-use crate::error::{MiloError, Result};
+use crate::error::{read_error, write_error, MiloError, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
@@ -20,14 +20,6 @@ pub struct AppendLog<T> {
     records: PhantomData<T>,
 }
 
-/// Maps an I/O error on `path` to [`MiloError::Io`] naming it.
-pub fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_ {
-    move |source| MiloError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 impl<T: Serialize + DeserializeOwned> AppendLog<T> {
     /// Creates the file; `None` when it already exists (the caller says what to do instead).
     pub fn create(path: &Path) -> Result<Option<AppendLog<T>>> {
@@ -38,7 +30,7 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
                 records: PhantomData,
             })),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
-            Err(e) => Err(io_error(path)(e)),
+            Err(e) => Err(write_error(path)(e)),
         }
     }
 
@@ -49,9 +41,9 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
         let file = OpenOptions::new()
             .append(true)
             .open(path)
-            .map_err(io_error(path))?;
-        file.set_len(good_bytes).map_err(io_error(path))?;
-        file.sync_all().map_err(io_error(path))?;
+            .map_err(read_error(path))?;
+        file.set_len(good_bytes).map_err(write_error(path))?;
+        file.sync_all().map_err(write_error(path))?;
         let log = AppendLog {
             path: path.to_path_buf(),
             file,
@@ -66,8 +58,8 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
-            .map_err(io_error(&self.path))?;
-        self.file.sync_data().map_err(io_error(&self.path))
+            .map_err(write_error(&self.path))?;
+        self.file.sync_data().map_err(write_error(&self.path))
     }
 }
 
@@ -75,7 +67,7 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
 /// its newline, or that does not parse, is a torn write and is dropped; a bad line before the
 /// last is corruption and an error naming the line.
 pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
-    let file = File::open(path).map_err(io_error(path))?;
+    let file = File::open(path).map_err(read_error(path))?;
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut good = 0u64;
@@ -84,7 +76,7 @@ pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
     let mut pending_error: Option<String> = None;
     loop {
         line.clear();
-        let read = reader.read_line(&mut line).map_err(io_error(path))?;
+        let read = reader.read_line(&mut line).map_err(read_error(path))?;
         if read == 0 {
             break;
         }

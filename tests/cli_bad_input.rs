@@ -54,11 +54,11 @@ fn wrong_element_types_name_the_index() {
 }
 
 #[test]
-fn malformed_files_are_usage_errors_with_position() {
-    expect_error(FIRST, "[1, 2, 3", 2, &["line 1"]);
-    expect_error(FIRST, r#"{"values": [1, 2}"#, 2, &["malformed"]);
-    expect_error(FIRST, r#"{"vals": [1]}"#, 2, &["values"]);
-    expect_error(FIRST, "", 2, &["malformed"]);
+fn malformed_files_are_input_errors_with_position() {
+    expect_error(FIRST, "[1, 2, 3", 6, &["line 1"]);
+    expect_error(FIRST, r#"{"values": [1, 2}"#, 6, &["malformed"]);
+    expect_error(FIRST, r#"{"vals": [1]}"#, 6, &["values"]);
+    expect_error(FIRST, "", 6, &["malformed"]);
 }
 
 #[test]
@@ -112,9 +112,10 @@ fn oversize_is_rejected_unless_allowed() {
 }
 
 #[test]
-fn missing_file_and_unknown_problem_are_usage_errors() {
+fn missing_file_is_an_input_error_and_unknown_problem_a_usage_error() {
     let run = milo(&["verify", FIRST, "/nonexistent/c.json"]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 6);
+    assert!(run.stderr.contains("cannot read"), "{}", run.stderr);
     assert!(run.stderr.contains("/nonexistent/c.json"));
     let dir = tempfile::tempdir().unwrap();
     let path = file_with(&dir, "c.json", "[1]");
@@ -153,7 +154,7 @@ fn reads_gzipped_and_bare_arrays() {
     assert_eq!(a["score_exact"], b["score_exact"]);
     assert_eq!(a["n"], 3);
     let bad = file_with(&dir, "bad.json.gz", "\u{1f}\u{8b}garbage");
-    assert_eq!(milo(&["verify", FIRST, &bad]).code, 2);
+    assert_eq!(milo(&["verify", FIRST, &bad]).code, 6);
 }
 
 #[test]

@@ -285,7 +285,7 @@ fn bad_program_files_name_the_key() {
         "--out",
         dir.path().join("o.json").to_str().unwrap(),
     ]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 6, "a malformed program file: {}", run.stderr);
     assert!(
         run.stderr.contains("betaz") && run.stderr.contains("line"),
         "{}",

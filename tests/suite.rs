@@ -153,7 +153,7 @@ fn an_arena_suite_without_shared_is_a_clear_io_error() {
     let copy = suites.join("arena.toml");
     std::fs::copy(suite_path(&format!("arena-{THIRD}.toml")), &copy).unwrap();
     let run = milo(&["suite", "show", copy.to_str().unwrap()]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, 6, "{}", run.stderr);
     assert!(run.stderr.contains("cannot read"), "{}", run.stderr);
     assert!(run.stderr.contains("shared/arena"), "{}", run.stderr);
 }
@@ -299,7 +299,7 @@ fn a_changed_start_fails_with_both_hashes() {
     std::fs::write(&file, text).unwrap();
     let actual = milo::suite::sha256_hex(&std::fs::read(&file).unwrap());
     let shown = milo(&["suite", "show", suite.to_str().unwrap()]);
-    assert_eq!(shown.code, 2);
+    assert_eq!(shown.code, 6, "a start that no longer matches its pin");
     assert!(
         shown.stderr.contains("opt-bump-s3.json"),
         "{}",
@@ -348,7 +348,7 @@ fn malformed_suite_files_name_the_key_and_the_file() {
         let path = dir.path().join(format!("{name}.toml"));
         std::fs::write(&path, text).unwrap();
         let shown = milo(&["suite", "show", path.to_str().unwrap()]);
-        assert_eq!(shown.code, 2, "{name}: {}", shown.stderr);
+        assert_eq!(shown.code, 6, "{name}: {}", shown.stderr);
         assert!(shown.stderr.contains(key), "{name}: {}", shown.stderr);
         assert!(
             shown.stderr.contains(&format!("{name}.toml")),

@@ -79,7 +79,7 @@ pub struct StatusRecord {
 
 /// Appends `record` as one synced line to the ledger at `path` (created with its folder).
 pub fn append(path: &Path, record: &LedgerRecord) -> Result<()> {
-    let io = |source| MiloError::Io {
+    let io = |source| MiloError::Write {
         path: path.to_path_buf(),
         source,
     };

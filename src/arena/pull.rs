@@ -12,7 +12,7 @@
 
 use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
 use crate::construction::{parse_values, write_values};
-use crate::error::{MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
+use crate::error::{write_error, MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
 use crate::exact::rational::{decimal_of_f64, decimal_string, from_f64, to_f64, SCORE_DIGITS};
 use crate::problems::{by_slug, Problem};
 use crate::verify::{verify, Mode, Options};
@@ -172,11 +172,11 @@ pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> 
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(io_error(&parent))?;
+    std::fs::create_dir_all(&parent).map_err(write_error(&parent))?;
     let staging = tempfile::Builder::new()
         .prefix(&format!(".{name}.pull-"))
         .tempdir_in(&parent)
-        .map_err(io_error(&parent))?;
+        .map_err(write_error(&parent))?;
 
     let width = solutions.len().to_string().len().max(2);
     let context = EntryContext {
@@ -331,7 +331,7 @@ fn agent_slug(agent: &str) -> String {
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value).expect("pull records serialize");
     text.push('\n');
-    std::fs::write(path, text).map_err(io_error(path))
+    crate::atomic_file::write(path, text.as_bytes())
 }
 
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> MiloError + '_ {

@@ -17,11 +17,13 @@ pub mod results;
 pub mod table;
 pub mod trajectory;
 
+use crate::atomic_file;
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, Result};
+use crate::dir_lock::DirLock;
+use crate::error::{read_error, write_error, MiloError, Result};
 use crate::exact::rational::to_f64;
 use crate::executor::SlurmOptions;
-use crate::records::{io_error as io, unix_seconds};
+use crate::records::unix_seconds;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::default_cost_measure;
 use crate::search::parts::EXECUTORS;
@@ -101,23 +103,31 @@ pub trait BenchObserver {
     fn finished(&mut self, _summary: &RunSummary, _resumed: bool) {}
 }
 
-/// A benchmark: its directory, settings and suite.
+/// A benchmark: its directory (locked while the benchmark is open, see [`DirLock`]), settings
+/// and suite.
 pub struct Bench {
     dir: PathBuf,
     config: BenchConfig,
     suite: Suite,
+    _lock: DirLock,
 }
 
 /// Writes `value` as pretty JSON to `path` through a temporary file (never half-written).
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let partial = path.with_extension("json.partial");
     let text = serde_json::to_string_pretty(value).expect("benchmark records serialise");
-    std::fs::write(&partial, text).map_err(io(&partial))?;
-    std::fs::rename(&partial, path).map_err(io(path))
+    atomic_file::write(path, text.as_bytes())
+}
+
+fn already_a_benchmark(dir: &Path) -> MiloError {
+    MiloError::Usage(format!(
+        "{} already holds a benchmark; resume it with --resume {}",
+        dir.display(),
+        dir.display()
+    ))
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let text = std::fs::read_to_string(path).map_err(read_error(path))?;
     serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -125,7 +135,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
 }
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(io(path))
+    atomic_file::write(path, text.as_bytes())
 }
 
 impl Bench {
@@ -141,30 +151,38 @@ impl Bench {
         }
         let path = dir.join(CONFIG_FILE);
         if path.exists() {
-            return Err(MiloError::Usage(format!(
-                "{} already holds a benchmark; resume it with --resume {}",
-                dir.display(),
-                dir.display()
-            )));
+            return Err(already_a_benchmark(dir));
         }
         let suite = Suite::load(&config.suite)?;
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+        let lock = DirLock::acquire(dir)?;
+        // Checked again under the lock: another process may have started one meanwhile.
+        if path.exists() {
+            return Err(already_a_benchmark(dir));
+        }
         write_json(&path, &config)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
             config,
             suite,
+            _lock: lock,
         })
     }
 
     /// Resumes the benchmark in `dir`.
     pub fn resume(dir: &Path) -> Result<Bench> {
-        let config: BenchConfig = read_json(&dir.join(CONFIG_FILE))?;
+        let path = dir.join(CONFIG_FILE);
+        if !path.is_file() {
+            return Err(read_error(&path)(std::io::ErrorKind::NotFound.into()));
+        }
+        let lock = DirLock::acquire(dir)?;
+        let config: BenchConfig = read_json(&path)?;
         let suite = Suite::load(&config.suite)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
             config,
             suite,
+            _lock: lock,
         })
     }
 
@@ -225,7 +243,7 @@ impl Bench {
                 continue;
             }
             observer.starting(planned, i + 1, plan.len());
-            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
             let started_path = dir.join(STARTED_FILE);
             let started_at: f64 = if started_path.exists() {
                 read_json(&started_path)?

@@ -179,7 +179,7 @@ fn run_submit(args: &SubmitArgs) -> Result<i32> {
         &args.file,
         args.sending.agent.as_deref(),
     )?;
-    print_check(&checked);
+    print_check(&checked)?;
     submit_checked(&client, &checked, key.as_ref(), &args.sending, &args.ledger)
 }
 
@@ -194,21 +194,21 @@ pub fn submit_checked(
 ) -> Result<i32> {
     let kept = checked.assessment.verdict.kept();
     if !kept && !sending.force {
-        println!("not sent: the arena's rules would drop it (--force sends it anyway)");
+        out!("not sent: the arena's rules would drop it (--force sends it anyway)")?;
         return Ok(EXIT_WOULD_BE_DROPPED);
     }
     let Some(key) = key else {
-        println!(
+        out!(
             "dry run: would send {} bytes {} to {}",
             checked.json.len(),
             checked.upload_kind(),
             client.base_url()
-        );
+        )?;
         return Ok(if kept { EXIT_OK } else { EXIT_WOULD_BE_DROPPED });
     };
     let max_wait = Duration::from_secs(sending.max_wait);
     let submitted = send(client, checked, key, max_wait, sending.force, ledger)?;
-    println!(
+    out!(
         "sent ({}): solution id {}, status {}; recorded in {} (follow with `milo arena status {} --ledger {}`)",
         checked.upload_kind(),
         submitted.id,
@@ -216,40 +216,41 @@ pub fn submit_checked(
         ledger.display(),
         submitted.id,
         ledger.display()
-    );
+    )?;
     Ok(EXIT_OK)
 }
 
 /// The check's verdict and the numbers behind it.
-pub fn print_check(checked: &Checked) {
+pub fn print_check(checked: &Checked) -> Result<()> {
     let a = &checked.assessment;
-    println!(
+    out!(
         "{} ({} values, sha256 {}…)",
         checked.file.display(),
         checked.n,
         &checked.sha256[..16]
-    );
-    println!("our exact score   {}", a.score_exact);
+    )?;
+    out!("our exact score   {}", a.score_exact)?;
     match &a.leader {
-        Some((agent, score)) => println!(
+        Some((agent, score)) => out!(
             "live #1           {score:?} ({agent}); improvement {} against minImprovement {}",
             a.improvement_over_leader.as_deref().unwrap_or("?"),
             a.min_improvement
         ),
-        None => println!("live #1           none (the leaderboard is empty)"),
-    }
+        None => out!("live #1           none (the leaderboard is empty)"),
+    }?;
     if let Some(own) = a.own_score {
-        println!("our own entry     {own:?}");
+        out!("our own entry     {own:?}")?;
     }
     for note in &checked.notes {
-        println!("note: {note}");
+        out!("note: {note}")?;
     }
     if a.too_close {
-        println!(
+        out!(
             "note: the deciding margin is within 1e-12 relative: the arena's float64 evaluation may decide it the other way"
-        );
+        )?;
     }
-    println!("verdict: {}", a.verdict.describe());
+    out!("verdict: {}", a.verdict.describe())?;
+    Ok(())
 }
 
 fn run_status(args: &StatusArgs) -> Result<i32> {
@@ -260,18 +261,22 @@ fn run_status(args: &StatusArgs) -> Result<i32> {
     });
     let tracked = refresh(&client, &args.ledger, only.as_ref())?;
     if tracked.is_empty() {
-        println!("no submissions in {}", args.ledger.display());
+        out!("no submissions in {}", args.ledger.display())?;
         return Ok(EXIT_OK);
     }
-    print_tracked(&tracked);
+    print_tracked(&tracked)?;
     Ok(EXIT_OK)
 }
 
-fn print_tracked(tracked: &[Tracked]) {
-    println!(
+fn print_tracked(tracked: &[Tracked]) -> Result<()> {
+    out!(
         "{:>8}  {:<34}  {:<20}  {:<10}  {:<24}  our exact score",
-        "id", "problem", "sent", "status", "arena score"
-    );
+        "id",
+        "problem",
+        "sent",
+        "status",
+        "arena score"
+    )?;
     for t in tracked {
         let s = &t.submission;
         let score = t
@@ -279,7 +284,7 @@ fn print_tracked(tracked: &[Tracked]) {
             .as_ref()
             .and_then(|l| l.score)
             .map_or("—".to_string(), |x| format!("{x:?}"));
-        println!(
+        out!(
             "{:>8}  {:<34}  {:<20}  {:<10}  {:<24}  {}",
             s.solution_id
                 .as_ref()
@@ -290,11 +295,12 @@ fn print_tracked(tracked: &[Tracked]) {
             t.status().unwrap_or("unknown"),
             score,
             s.assessment.score_exact
-        );
+        )?;
         if let Some(error) = t.latest.as_ref().and_then(|l| l.error.as_ref()) {
-            println!("          the arena says: {}", clean(error));
+            out!("          the arena says: {}", clean(error))?;
         }
     }
+    Ok(())
 }
 
 fn run_leaderboard(args: &LeaderboardArgs) -> Result<i32> {
@@ -306,7 +312,7 @@ fn run_leaderboard(args: &LeaderboardArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| Path::new("arena").join(&args.slug));
     let pulled = read_pulled(&pulled_dir, args.pulled.is_some())?;
-    println!(
+    out!(
         "{} ({}, minImprovement {}) at {}",
         served.slug,
         served
@@ -318,32 +324,32 @@ fn run_leaderboard(args: &LeaderboardArgs) -> Result<i32> {
             .min_improvement()
             .map_or("?".to_string(), |m| m.to_string()),
         client.base_url()
-    );
+    )?;
     let width = board
         .iter()
         .map(|e| clean(&e.agent_name).chars().count())
         .max()
         .unwrap_or(0)
         .max("agent".len());
-    println!(
+    out!(
         "{:>4}  {:<width$}  {:<24}  our exact score (from {})",
         "rank",
         "agent",
         "arena score",
         pulled_dir.display()
-    );
+    )?;
     for e in &board {
         let ours = pulled
             .iter()
             .find(|p| p.agent == e.agent_name && p.arena_score == e.best_score)
             .and_then(|p| p.score_exact.clone())
             .unwrap_or_else(|| "— (not pulled)".into());
-        println!(
+        out!(
             "{:>4}  {:<width$}  {:<24}  {ours}",
             e.rank,
             clean(&e.agent_name),
             format!("{:?}", e.best_score)
-        );
+        )?;
     }
     Ok(EXIT_OK)
 }
@@ -404,13 +410,13 @@ fn run_pull(args: &PullArgs) -> Result<i32> {
         value["directory"] = serde_json::json!(into);
         super::print_json(&value);
     } else {
-        print_table(&summary, &into);
+        print_table(&summary, &into)?;
     }
     report_flags(&summary);
     Ok(summary.exit_code())
 }
 
-fn print_table(summary: &PullSummary, into: &Path) {
+fn print_table(summary: &PullSummary, into: &Path) -> Result<()> {
     let agent_width = summary
         .entries
         .iter()
@@ -418,28 +424,32 @@ fn print_table(summary: &PullSummary, into: &Path) {
         .max()
         .unwrap_or(0)
         .max("agent".len());
-    println!(
+    out!(
         "{:>4}  {:<agent_width$}  {:<24}  {:<46}  flags",
-        "rank", "agent", "arena score", "our exact score"
-    );
+        "rank",
+        "agent",
+        "arena score",
+        "our exact score"
+    )?;
     for entry in &summary.entries {
         let p = &entry.provenance;
-        println!(
+        out!(
             "{:>4}  {:<agent_width$}  {:<24}  {:<46}  {}",
             p.rank,
             p.agent,
             format!("{:?}", p.arena_score),
             p.score_exact.as_deref().unwrap_or("—"),
             flag_text(&p.flags)
-        );
+        )?;
     }
-    println!(
+    out!(
         "{} entries of {} from {} saved in {} (see {SUMMARY_FILE})",
         summary.counts.entries,
         summary.problem.slug,
         summary.base_url,
         into.display()
-    );
+    )?;
+    Ok(())
 }
 
 fn flag_text(flags: &[Flag]) -> String {

@@ -4,6 +4,7 @@ use super::evolve::SlurmArgs;
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::error::{MiloError, Result, EXIT_OK};
+use crate::optimize::budget::check_seconds;
 use crate::search::evaluation::Quality;
 use crate::search::parts::EXECUTORS;
 use clap::Args;
@@ -26,7 +27,7 @@ pub struct BenchArgs {
     /// Runs per method in the first batch (seeds 1..=K); the re-run uses K fresh seeds.
     #[arg(long, default_value_t = 3)]
     seeds: u64,
-    /// CPU seconds of search-task evaluation per run.
+    /// CPU seconds of search-task evaluation per run, at most 1e7.
     #[arg(long, value_name = "SECONDS")]
     budget: Option<f64>,
     /// Skip the re-run batch with fresh seeds (verdicts then say "not re-run").
@@ -90,7 +91,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         );
         return Ok(EXIT_OK);
     };
-    println!("{}", table::markdown(&results));
+    out!("{}", table::markdown(&results))?;
     eprintln!(
         "milo: results in {} (results.md, methods.csv, runs.csv, results.json); \
          draw them with: milo report {}",
@@ -105,11 +106,7 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     let Some(budget) = args.budget else {
         return Err(MiloError::Usage("--budget SECONDS is required".into()));
     };
-    if !(budget.is_finite() && budget > 0.0) {
-        return Err(MiloError::Usage(format!(
-            "--budget must be a positive number of CPU seconds, got {budget}"
-        )));
-    }
+    check_seconds("--budget", budget).map_err(MiloError::Usage)?;
     if args.seeds == 0 {
         return Err(MiloError::Usage("--seeds must be at least 1".into()));
     }

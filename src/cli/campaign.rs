@@ -115,15 +115,15 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         };
         search.run(&mut observer)?
     };
-    summarise(&search, stop);
+    summarise(&search, stop)?;
     let last = campaign.offer();
-    report_offer(&last);
+    report_offer(&last)?;
     let index = write_report(campaign.dir(), &campaign.dir().join("report"))?;
-    println!(
+    out!(
         "campaign report: {}; submissions: milo arena status --ledger {}",
         index.display(),
         campaign.ledger().display()
-    );
+    )?;
     last.map(|_| EXIT_OK)
 }
 
@@ -239,36 +239,38 @@ impl SearchObserver for CampaignObserver<'_> {
         self.display.round_end(state, round);
         // A failed offer (the server down, a rate limit past --max-wait) does not stop the
         // search: it is said, and the next round offers again.
-        report_offer(&self.campaign.offer());
+        // Standard output gone: the search goes on; the end says it.
+        let _ = report_offer(&self.campaign.offer());
     }
 }
 
 /// Says what an offer came to.
-fn report_offer(offer: &Result<Offer>) {
+fn report_offer(offer: &Result<Offer>) -> Result<()> {
     match offer {
         Ok(Offer::NotYet) => {}
         Ok(Offer::NotFirst(checked)) => {
-            println!("campaign: the run's best, checked against the live leaderboard:");
-            print_check(checked);
+            out!("campaign: the run's best, checked against the live leaderboard:")?;
+            print_check(checked)?;
         }
         Ok(Offer::WouldSubmit(checked)) => {
-            print_check(checked);
-            println!(
+            print_check(checked)?;
+            out!(
                 "campaign: not sent (submitting is off, or this construction was sent already); \
                  send it with `milo arena submit {} {}`",
                 checked.problem.slug,
                 checked.file.display()
-            );
+            )?;
         }
         Ok(Offer::Submitted(checked, sent)) => {
-            print_check(checked);
-            println!(
+            print_check(checked)?;
+            out!(
                 "campaign: SUBMITTED {} as solution {} (status {})",
                 checked.file.display(),
                 sent.id,
                 sent.status.as_deref().unwrap_or("unknown")
-            );
+            )?;
         }
         Err(e) => eprintln!("milo campaign: offering the best to the arena failed: {e}"),
     }
+    Ok(())
 }

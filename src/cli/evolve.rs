@@ -4,6 +4,7 @@ use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::executor::SlurmOptions;
+use crate::optimize::budget::MAX_SECONDS;
 use crate::search::archive::search_evaluations;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
@@ -151,7 +152,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     );
     let mut display = Display;
     let stop = search.run(&mut display)?;
-    summarise(&search, stop);
+    summarise(&search, stop)?;
     Ok(EXIT_OK)
 }
 
@@ -168,9 +169,10 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         ));
     }
     if let Some(h) = args.hours {
-        if !(h.is_finite() && h > 0.0) {
+        let max = MAX_SECONDS / 3600.0;
+        if !(h.is_finite() && h > 0.0 && h <= max) {
             return Err(MiloError::Usage(format!(
-                "--hours must be positive, got {h}"
+                "--hours must be a number of hours in (0, {max:.0}], got {h}"
             )));
         }
     }
@@ -295,7 +297,7 @@ fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
     best.map(|(_, s, t, n, i)| (s, t, n, i))
 }
 
-pub(super) fn summarise(search: &Search, stop: Stop) {
+pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
     let state = search.state();
     let dir = search.dir();
     let why = match stop {
@@ -310,14 +312,14 @@ pub(super) fn summarise(search: &Search, stop: Stop) {
         .iter()
         .filter(|e| matches!(e.action, Move::Promote { .. }))
         .count();
-    println!(
+    out!(
         "milo evolve: {why} after {} rounds: {} nodes ({admitted} admitted, {} rejected), {} orchestrator moves, {promotions} promotions, {} islands",
         state.rounds_done,
         state.nodes.len(),
         state.nodes.len() - admitted,
         state.events.len() - promotions,
         state.islands.len()
-    );
+    )?;
     // Each island's best beside its held-out validation: does the champion replicate?
     for island in 0..state.islands.len() {
         if let Some(best) = state.island_best(island) {
@@ -327,20 +329,20 @@ pub(super) fn summarise(search: &Search, stop: Stop) {
                 .map_or("not validated".into(), |v| {
                     format!("{:.3}", v.fitness.quality)
                 });
-            println!(
+            out!(
                 "island {island} best {} ({}): search quality {:.3}, validation quality {validation}",
                 best.id, best.name, best.evaluation.fitness.quality
-            );
+            )?;
         }
     }
     if let Some((score, task, node, island)) = best_result(search) {
-        println!("best construction score: {score} (task {task}, node {node}, island {island})");
+        out!("best construction score: {score} (task {task}, node {node}, island {island})")?;
     }
-    println!(
+    out!(
         "record to beat (suite '{}'): {}",
         search.suite().name,
         decimal_string(&search.suite().record, 40)
-    );
+    )?;
     let discoveries = dir.join("discoveries");
     let found = std::fs::read_dir(&discoveries)
         .map(|d| {
@@ -353,10 +355,10 @@ pub(super) fn summarise(search: &Search, stop: Stop) {
                 .count()
         })
         .unwrap_or(0);
-    println!(
+    out!(
         "discoveries: {found} in {}; lineage: {}; inspect with `milo lineage {}`",
         discoveries.display(),
         dir.join(LINEAGE_FILE).display(),
         dir.display()
-    );
+    )
 }

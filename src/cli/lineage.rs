@@ -50,17 +50,24 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
                 })
             })
             .collect();
-        return Ok(super::print_json(
+        return super::json_line(
             &json!({ "nodes": nodes, "events": events, "failures": state.failures }),
-        ));
+        );
     }
-    println!(
+    out!(
         "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9} {:>9} {:>8}  verdict",
-        "node", "island", "round", "mutator", "parents", "quality", "cost", "latency"
-    );
+        "node",
+        "island",
+        "round",
+        "mutator",
+        "parents",
+        "quality",
+        "cost",
+        "latency"
+    )?;
     for n in &state.nodes {
         let f = n.evaluation.fitness;
-        println!(
+        out!(
             "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9.3} {:>9.2} {:>8.2}  {}: {}",
             n.id,
             n.island,
@@ -72,24 +79,28 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             f.latency,
             if n.admitted() { "admitted" } else { "rejected" },
             n.verdict.reason
-        );
+        )?;
     }
     for e in &state.events {
-        println!("{}", e.headline());
+        out!("{}", e.headline())?;
     }
     for f in &state.failures {
-        println!(
+        out!(
             "round {} island {}: {} {} failed: {}",
-            f.round, f.island, f.part, f.name, f.message
-        );
+            f.round,
+            f.island,
+            f.part,
+            f.name,
+            f.message
+        )?;
     }
-    println!(
+    out!(
         "{} rounds, {} nodes, {} events, {} failures, {} islands",
         state.rounds_done,
         state.nodes.len(),
         state.events.len(),
         state.failures.len(),
         state.islands.len()
-    );
+    )?;
     Ok(EXIT_OK)
 }

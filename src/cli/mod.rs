@@ -1,4 +1,16 @@
 //! The `milo` command line: one file per subcommand.
+//!
+//! Commands print through [`out!`] (and [`json_line`]): a failed write to standard output is an
+//! error, not a panic. A closed pipe (`milo problems | head -1`) ends the command quietly with
+//! exit 0; any other failure (`> /dev/full`) is reported as `cannot write standard output` (exit 7).
+
+/// Prints one line on standard output like `println!`, returning a [`crate::error::Result`]
+/// instead of panicking when standard output is closed or full.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))
+    };
+}
 
 mod arena;
 mod bench;
@@ -13,8 +25,10 @@ mod verify;
 mod worker;
 
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, EXIT_OK};
+use crate::error::{MiloError, Result, EXIT_OK};
 use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::Path;
 
 /// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
 /// installs it once).
@@ -85,8 +99,30 @@ pub fn execute(cli: Cli) -> i32 {
     };
     match outcome {
         Ok(code) => code,
+        Err(err) if is_closed_stdout(&err) => EXIT_OK,
         Err(err) => report(&err),
     }
+}
+
+/// The name standard output goes by in write errors.
+const STDOUT: &str = "standard output";
+
+/// Writes one line on standard output (the body of [`out!`]); a failure is a
+/// [`MiloError::Write`] on standard output.
+fn write_line(args: std::fmt::Arguments) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush())
+        .map_err(crate::error::write_error(Path::new(STDOUT)))
+}
+
+/// Whether `err` is a write to standard output whose reader has gone (a closed pipe): the
+/// command ends quietly, as `head` expects.
+fn is_closed_stdout(err: &MiloError) -> bool {
+    matches!(err, MiloError::Write { path, source }
+        if path == Path::new(STDOUT) && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Prints an error on one line of standard error and returns its exit code.
@@ -96,7 +132,17 @@ fn report(err: &MiloError) -> i32 {
 }
 
 /// Prints a JSON value on one line of standard output.
+fn json_line(value: &serde_json::Value) -> Result<i32> {
+    out!("{value}")?;
+    Ok(EXIT_OK)
+}
+
+/// [`json_line`] for callers that go on regardless: a failed write is reported on standard
+/// error (a closed pipe quietly) and its exit code returned.
 fn print_json(value: &serde_json::Value) -> i32 {
-    println!("{value}");
-    EXIT_OK
+    match json_line(value) {
+        Ok(code) => code,
+        Err(err) if is_closed_stdout(&err) => EXIT_OK,
+        Err(err) => report(&err),
+    }
 }

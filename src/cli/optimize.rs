@@ -1,9 +1,10 @@
 //! `milo optimize PROBLEM --start FILE`: run an optimizer program on a construction.
 
-use super::print_json;
+use super::json_line;
 use crate::construction::{read_values, write_values};
-use crate::error::{MiloError, Result, EXIT_OK};
+use crate::error::{write_error, MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
 use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
@@ -23,7 +24,7 @@ pub struct OptimizeArgs {
     /// Program file (TOML); default: the problem's default program.
     #[arg(long)]
     program: Option<PathBuf>,
-    /// Wall-clock budget in seconds (default 30 unless --evaluations is given).
+    /// Wall-clock budget in seconds, at most 1e7 (default 30 unless --evaluations is given).
     #[arg(long, value_name = "SECONDS")]
     budget: Option<f64>,
     /// Budget in objective evaluations (deterministic: same seed, same bits).
@@ -35,15 +36,62 @@ pub struct OptimizeArgs {
     /// Threads for independent restarts.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
-    /// Where to write the best construction (refuses to overwrite an existing file).
+    /// Where to write the best construction (created at the start; an existing file is refused).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Write the run's trace (per-stage records, best score over time) as JSON here.
+    /// Write the run's trace (per-stage records, best score over time) as JSON here (created at
+    /// the start; an existing file is refused).
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Print one JSON object instead of text (and no progress bar).
     #[arg(long)]
     json: bool,
+}
+
+/// A file reserved at the start of a run (created empty; an existing file is refused) and filled
+/// at its end; removed again if the run fails before filling it.
+struct Reserved {
+    path: PathBuf,
+    filled: bool,
+}
+
+impl Reserved {
+    /// Creates `path` empty for the file of `flag`.
+    fn new(flag: &str, path: &Path) -> Result<Reserved> {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(_) => Ok(Reserved {
+                path: path.to_path_buf(),
+                filled: false,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(MiloError::Usage(format!(
+                    "{flag} {}: the file exists; choose another (milo never overwrites it)",
+                    path.display()
+                )))
+            }
+            Err(e) => Err(write_error(path)(e)),
+        }
+    }
+
+    /// Replaces the reservation with the content `write` puts at its path.
+    fn fill(mut self, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+        write(&self.path)?;
+        self.filled = true;
+        Ok(())
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        if !self.filled {
+            // Only the empty reservation is there: the content is renamed in whole or not at all.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The default program of a problem, embedded from `problems/optimizers/<slug>.default.toml`.
@@ -105,15 +153,33 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!("milo-{}-seed{}.json", problem.slug(), args.seed))
     });
-    if out.exists() {
-        return Err(MiloError::Usage(format!(
-            "{} exists; choose another --out (milo never overwrites a construction)",
-            out.display()
-        )));
-    }
     if args.jobs == 0 {
         return Err(MiloError::Usage("--jobs must be at least 1".into()));
     }
+    if let Some(seconds) = args.budget {
+        check_seconds("--budget", seconds).map_err(MiloError::Usage)?;
+    }
+    if args.evaluations == Some(0) {
+        return Err(MiloError::Usage(
+            "--evaluations must be at least 1, got 0".into(),
+        ));
+    }
+    if let Some(trace) = &args.trace {
+        if std::path::absolute(trace).ok() == std::path::absolute(&out).ok() {
+            return Err(MiloError::Usage(format!(
+                "--out and --trace both name {}; give them different files",
+                out.display()
+            )));
+        }
+    }
+    // Both files are created now, so a missing directory or a taken name fails before the run
+    // and two runs cannot both claim one name.
+    let out_file = Reserved::new("--out", &out)?;
+    let trace_file = args
+        .trace
+        .as_deref()
+        .map(|path| Reserved::new("--trace", path))
+        .transpose()?;
     let settings = RunSettings {
         seed: args.seed,
         seconds: args.budget.or(if args.evaluations.is_none() {
@@ -151,13 +217,10 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     };
     let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut observer)?;
     observer.bar.finish_and_clear();
-    write_values(&out, &outcome.best)?;
-    if let Some(path) = &args.trace {
+    out_file.fill(|path| write_values(path, &outcome.best))?;
+    if let Some(trace_file) = trace_file {
         let text = serde_json::to_string_pretty(&outcome.trace).expect("traces serialise");
-        std::fs::write(path, text).map_err(|source| MiloError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        trace_file.fill(|path| crate::atomic_file::write(path, text.as_bytes()))?;
     }
     let improvement = match problem.spec().direction {
         Direction::Minimize => &outcome.start_exact - &outcome.best_exact,
@@ -181,20 +244,20 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "out": out,
     });
     if args.json {
-        return Ok(print_json(&report));
+        return json_line(&report);
     }
-    println!("problem      {} (program {})", problem.slug(), program.name);
-    println!(
+    out!("problem      {} (program {})", problem.slug(), program.name)?;
+    out!(
         "start exact  {}  (n = {})",
         report["start_exact"].as_str().unwrap_or(""),
         start.len()
-    );
-    println!(
+    )?;
+    out!(
         "best exact   {}  (n = {})",
         report["best_exact"].as_str().unwrap_or(""),
         outcome.best.len()
-    );
-    println!(
+    )?;
+    out!(
         "improvement  {} (min_improvement {:e}){}",
         report["improvement"].as_str().unwrap_or(""),
         problem.spec().min_improvement,
@@ -203,14 +266,15 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         } else {
             " — no verified improvement; wrote the start"
         }
-    );
-    println!(
+    )?;
+    out!(
         "evaluations  {} in {:.1}s",
-        outcome.evaluations, outcome.seconds
-    );
+        outcome.evaluations,
+        outcome.seconds
+    )?;
     if let Some(why) = outcome.trace.stopped {
-        println!("stopped      {why}");
+        out!("stopped      {why}")?;
     }
-    println!("wrote        {}", out.display());
+    out!("wrote        {}", out.display())?;
     Ok(EXIT_OK)
 }

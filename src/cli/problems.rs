@@ -16,21 +16,23 @@ pub fn run(args: &ProblemsArgs) -> Result<i32> {
     let problems = all();
     if args.json {
         let specs: Vec<_> = problems.iter().map(|p| p.spec()).collect();
-        return Ok(super::print_json(&serde_json::json!({ "problems": specs })));
+        return super::json_line(&serde_json::json!({ "problems": specs }));
     }
     for p in &problems {
         let spec = p.spec();
-        println!("{} — {}", spec.slug, spec.title);
-        println!(
+        out!("{} — {}", spec.slug, spec.title)?;
+        out!(
             "  {:?}; min improvement {:e}; at most {} values",
-            spec.direction, spec.min_improvement, spec.max_len
-        );
-        println!("  score: {}", spec.score);
+            spec.direction,
+            spec.min_improvement,
+            spec.max_len
+        )?;
+        out!("  score: {}", spec.score)?;
         for r in &spec.records {
             let length = r.length.map(|n| format!(", n = {n}")).unwrap_or_default();
-            println!("  record {:<12} {} ({}{length})", r.value, r.holder, r.date);
+            out!("  record {:<12} {} ({}{length})", r.value, r.holder, r.date)?;
         }
-        println!();
+        out!("")?;
     }
     Ok(crate::error::EXIT_OK)
 }

@@ -19,6 +19,6 @@ pub struct ReportArgs {
 pub fn run(args: &ReportArgs) -> Result<i32> {
     let out = args.out.clone().unwrap_or_else(|| args.dir.join("report"));
     let index = write_report(&args.dir, &out)?;
-    println!("report: {}", index.display());
+    out!("report: {}", index.display())?;
     Ok(EXIT_OK)
 }

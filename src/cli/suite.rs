@@ -1,8 +1,9 @@
 //! `milo suite freeze …` and `milo suite show FILE`: build task suites and list their tasks.
 
-use super::print_json;
+use super::json_line;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::optimize::budget::check_seconds;
 use crate::problems::Direction;
 use crate::suite::freeze::{freeze, FreezeRequest};
 use crate::suite::{Suite, TaskBudget};
@@ -47,7 +48,7 @@ struct FreezeArgs {
     /// Labels (file names without .json / .json.gz) of starts held out for validation.
     #[arg(long, value_delimiter = ',')]
     validation_starts: Vec<String>,
-    /// Wall-clock budget of each task in seconds.
+    /// Wall-clock budget of each task in seconds, at most 1e7.
     #[arg(long, value_name = "SECONDS")]
     budget_seconds: Option<f64>,
     /// Budget of each task in objective evaluations (deterministic task runs).
@@ -83,6 +84,9 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
 }
 
 fn run_freeze(args: &FreezeArgs) -> Result<i32> {
+    if let Some(seconds) = args.budget_seconds {
+        check_seconds("--budget-seconds", seconds).map_err(MiloError::Usage)?;
+    }
     let budget = TaskBudget {
         seconds: args.budget_seconds,
         evaluations: args.budget_evaluations,
@@ -105,13 +109,13 @@ fn run_freeze(args: &FreezeArgs) -> Result<i32> {
         description: args.description.clone(),
     };
     let suite = freeze(&request)?;
-    println!(
+    out!(
         "wrote {}: {} starts, {} search tasks, {} validation tasks",
         args.out.display(),
         suite.starts.len(),
         suite.search_tasks().count(),
         suite.validation_tasks().count()
-    );
+    )?;
     Ok(EXIT_OK)
 }
 
@@ -134,9 +138,9 @@ fn run_show(args: &ShowArgs) -> Result<i32> {
                 })
             })
             .collect();
-        return Ok(print_json(&serde_json::Value::Array(tasks)));
+        return json_line(&serde_json::Value::Array(tasks));
     }
-    print_text(&suite);
+    print_text(&suite)?;
     Ok(EXIT_OK)
 }
 
@@ -147,19 +151,19 @@ fn budget_text(budget: &TaskBudget) -> String {
     parts.join(" and ")
 }
 
-fn print_text(suite: &Suite) {
+fn print_text(suite: &Suite) -> Result<()> {
     let spec = suite.problem.spec();
-    println!("suite    {} ({})", suite.name, suite.path.display());
+    out!("suite    {} ({})", suite.name, suite.path.display())?;
     if !suite.description.is_empty() {
-        println!("         {}", suite.description);
+        out!("         {}", suite.description)?;
     }
     let direction = match spec.direction {
         Direction::Minimize => "minimize",
         Direction::Maximize => "maximize",
     };
-    println!("problem  {} ({direction})", spec.slug);
-    println!("budget   {} per task", budget_text(&suite.budget));
-    println!(
+    out!("problem  {} ({direction})", spec.slug)?;
+    out!("budget   {} per task", budget_text(&suite.budget))?;
+    out!(
         "record   {}{}",
         decimal_string(&suite.record, SCORE_DIGITS),
         if suite.record_given {
@@ -167,46 +171,52 @@ fn print_text(suite: &Suite) {
         } else {
             " (best start)"
         }
-    );
-    println!();
+    )?;
+    out!("")?;
     let width = suite
         .starts
         .iter()
         .map(|s| s.label.len())
         .max()
         .unwrap_or(0);
-    println!(
+    out!(
         "{:width$}  {:10}  {:>7}  {:46}  file",
-        "start", "split", "n", "exact score"
-    );
+        "start",
+        "split",
+        "n",
+        "exact score"
+    )?;
     for s in &suite.starts {
-        println!(
+        out!(
             "{:width$}  {:10}  {:>7}  {:46}  {}",
             s.label,
             s.split.as_str(),
             s.values.len(),
             decimal_string(&s.exact, SCORE_DIGITS),
             s.path.display()
-        );
+        )?;
     }
-    println!();
+    out!("")?;
     let id_width = suite.tasks.iter().map(|t| t.id.len()).max().unwrap_or(0);
-    println!(
+    out!(
         "tasks: {} search, {} validation",
         suite.search_tasks().count(),
         suite.validation_tasks().count()
-    );
-    println!(
+    )?;
+    out!(
         "{:id_width$}  {:10}  {:>6}  start score (exact)",
-        "id", "split", "seed"
-    );
+        "id",
+        "split",
+        "seed"
+    )?;
     for t in &suite.tasks {
-        println!(
+        out!(
             "{:id_width$}  {:10}  {:>6}  {}",
             t.id,
             t.split.as_str(),
             t.seed,
             decimal_string(&t.start.exact, SCORE_DIGITS)
-        );
+        )?;
     }
+    Ok(())
 }

@@ -58,7 +58,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         values.and_then(|values| verify(problem, &values, options).map_err(MiloError::Invalid));
     let mut verification = match outcome {
         Ok(v) => v,
-        Err(MiloError::Invalid(violation)) => return Ok(invalid(args, &violation)),
+        Err(MiloError::Invalid(violation)) => return invalid(args, &violation),
         Err(other) => return Err(other),
     };
     verification.timings.parse_seconds = parse_seconds;
@@ -72,9 +72,9 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         .map(|(score, (value, label))| compare(problem, score, value, label));
     let leader = exact.and_then(|score| compare_with_arena_leader(problem, score));
     if args.json {
-        print_json_report(problem, &verification, comparison, leader);
+        print_json_report(problem, &verification, comparison, leader)?;
     } else {
-        print_text_report(problem, &args.file, &verification, comparison, leader);
+        print_text_report(problem, &args.file, &verification, comparison, leader)?;
     }
     Ok(EXIT_OK)
 }
@@ -118,9 +118,9 @@ fn rival_score(
     Ok((rival.exact.expect("exact mode"), format!("file {spec}")))
 }
 
-fn invalid(args: &VerifyArgs, violation: &Violation) -> i32 {
+fn invalid(args: &VerifyArgs, violation: &Violation) -> Result<i32> {
     if args.json {
-        println!(
+        out!(
             "{}",
             json!({
                 "problem": args.problem,
@@ -131,12 +131,12 @@ fn invalid(args: &VerifyArgs, violation: &Violation) -> i32 {
                 "index": violation.index,
                 "value": violation.value,
             })
-        );
+        )?;
     } else {
-        println!("INVALID {}", args.file.display());
+        out!("INVALID {}", args.file.display())?;
     }
     eprintln!("milo: invalid construction: {violation}");
-    EXIT_INVALID
+    Ok(EXIT_INVALID)
 }
 
 fn exact_text(v: &Verification) -> Option<String> {
@@ -148,7 +148,7 @@ fn print_json_report(
     v: &Verification,
     comparison: Option<Comparison>,
     leader: Option<Comparison>,
-) {
+) -> Result<()> {
     let report: Value = json!({
         "problem": problem.slug(),
         "n": v.n,
@@ -163,7 +163,7 @@ fn print_json_report(
         "arena_leader": leader,
         "timings": v.timings,
     });
-    println!("{report}");
+    out!("{report}")
 }
 
 fn print_text_report(
@@ -172,25 +172,26 @@ fn print_text_report(
     v: &Verification,
     comparison: Option<Comparison>,
     leader: Option<Comparison>,
-) {
-    println!("problem       {}", problem.slug());
-    println!("file          {}", file.display());
-    println!("n             {}", v.n);
-    println!("valid         yes");
+) -> Result<()> {
+    out!("problem       {}", problem.slug())?;
+    out!("file          {}", file.display())?;
+    out!("n             {}", v.n)?;
+    out!("valid         yes")?;
     if let Some(fast) = v.fast {
-        println!(
+        out!(
             "score f64     {:?}  (a-priori error bound {:.2e})",
-            fast.value, fast.error_bound
-        );
+            fast.value,
+            fast.error_bound
+        )?;
     }
     if let Some(exact) = exact_text(v) {
-        println!("score exact   {exact}");
+        out!("score exact   {exact}")?;
     }
     if let Some(diff) = v.abs_diff() {
-        println!("|f64 − exact| {diff:.3e}");
+        out!("|f64 − exact| {diff:.3e}")?;
     }
     for c in comparison.iter().chain(leader.iter()) {
-        println!(
+        out!(
             "vs {}: {} — improvement {} (needs ≥ {:e}): {}",
             c.against,
             c.against_score,
@@ -201,10 +202,12 @@ fn print_text_report(
             } else {
                 "does not beat it"
             }
-        );
+        )?;
     }
-    println!(
+    out!(
         "time          parse {:.3}s, fast {:.3}s, exact {:.3}s",
-        v.timings.parse_seconds, v.timings.fast_seconds, v.timings.exact_seconds
-    );
+        v.timings.parse_seconds,
+        v.timings.fast_seconds,
+        v.timings.exact_seconds
+    )
 }

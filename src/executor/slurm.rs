@@ -126,10 +126,7 @@ impl Slurm {
                 batch.dir().display(),
                 batch.dir().display()
             );
-            std::fs::write(&script, text).map_err(|source| MiloError::Io {
-                path: script.clone(),
-                source,
-            })?;
+            crate::atomic_file::write(&script, text.as_bytes())?;
         }
         let list: Vec<String> = indices.iter().map(|i| i.to_string()).collect();
         let array = match self.options.throttle {

@@ -14,10 +14,9 @@
 use super::{solve, AttemptTask};
 use crate::agent::{writer_by_name, Attempt};
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, Result};
+use crate::error::{write_error, MiloError, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What a worker leaves for one task.
@@ -65,7 +64,7 @@ impl Batch {
             .map(|b| format!("{b:02x}"))
             .collect();
         let dir = spool.join(name);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
         for (i, t) in text.iter().enumerate() {
             let path = dir.join(format!("task-{i}.json"));
             if !path.exists() {
@@ -183,7 +182,7 @@ pub fn install_binary(spool: &Path, binary: &Path) -> Result<PathBuf> {
         .map(|b| format!("{b:02x}"))
         .collect();
     let bin = spool.join("bin");
-    std::fs::create_dir_all(&bin).map_err(io(&bin))?;
+    std::fs::create_dir_all(&bin).map_err(write_error(&bin))?;
     let path = bin.join(format!("milo-{hash}"));
     if !path.exists() {
         replace(&path, &bytes)?;
@@ -191,7 +190,7 @@ pub fn install_binary(spool: &Path, binary: &Path) -> Result<PathBuf> {
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-                .map_err(io(&path))?;
+                .map_err(write_error(&path))?;
         }
     }
     Ok(path)
@@ -199,15 +198,7 @@ pub fn install_binary(spool: &Path, binary: &Path) -> Result<PathBuf> {
 
 /// Writes `bytes` to a temporary sibling of `path`, syncs it, and renames it into place.
 fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
-    file.write_all(bytes).map_err(io(path))?;
-    file.as_file().sync_all().map_err(io(path))?;
-    file.persist(path).map_err(|e| MiloError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    Ok(())
+    crate::atomic_file::write(path, bytes)
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> MiloError + '_ {

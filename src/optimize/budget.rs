@@ -4,6 +4,22 @@ use crate::cancel::CancelToken;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+/// The largest wall-clock budget milo accepts, in seconds (1e7 s, about 116 days): more than any
+/// run needs, and far from what a [`Duration`] or an [`Instant`] can hold.
+pub const MAX_SECONDS: f64 = 1e7;
+
+/// Checks a budget of `seconds` given by `what` (a flag or a key): a number in (0, [`MAX_SECONDS`]];
+/// the message names `what`, the value and the allowed range.
+pub fn check_seconds(what: &str, seconds: f64) -> Result<f64, String> {
+    if seconds.is_finite() && seconds > 0.0 && seconds <= MAX_SECONDS {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "{what} must be a number of seconds in (0, {MAX_SECONDS:e}], got {seconds:?}"
+        ))
+    }
+}
+
 /// Why a [`Budget`] refuses further evaluations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exhaustion {
@@ -74,10 +90,13 @@ impl Budget {
         self
     }
 
-    /// This budget with a deadline `limit` from now.
+    /// This budget with a deadline `limit` from now (none if the clock cannot represent it).
     #[must_use]
     pub fn with_time_limit(self, limit: Duration) -> Self {
-        self.with_deadline(Instant::now() + limit)
+        match Instant::now().checked_add(limit) {
+            Some(deadline) => self.with_deadline(deadline),
+            None => self,
+        }
     }
 
     /// Evaluations counted so far.

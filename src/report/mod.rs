@@ -17,7 +17,7 @@ pub mod run;
 
 use crate::bench::RESULTS_FILE;
 use crate::campaign::CAMPAIGN_FILE;
-use crate::error::{MiloError, Result};
+use crate::error::{write_error, MiloError, Result};
 use crate::search::lineage::LINEAGE_FILE;
 use std::path::{Path, PathBuf};
 
@@ -57,18 +57,12 @@ pub fn write_report(dir: &Path, out: &Path) -> Result<PathBuf> {
 }
 
 fn create_dir(out: &Path) -> Result<()> {
-    std::fs::create_dir_all(out).map_err(|source| MiloError::Io {
-        path: out.to_path_buf(),
-        source,
-    })
+    std::fs::create_dir_all(out).map_err(write_error(out))
 }
 
 /// Writes `page` as `out/index.html`; returns its path.
 fn write_page(out: &Path, page: html::Page) -> Result<PathBuf> {
     let index = out.join(INDEX_FILE);
-    std::fs::write(&index, page.render()).map_err(|source| MiloError::Io {
-        path: index.clone(),
-        source,
-    })?;
+    crate::atomic_file::write(&index, page.render().as_bytes())?;
     Ok(index)
 }

@@ -2,6 +2,7 @@
 //! side. Text is rendered with an embedded DejaVu Sans (through ab_glyph), so no system font
 //! library is needed.
 
+use crate::atomic_file;
 use crate::error::{MiloError, Result};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -108,23 +109,28 @@ pub fn save(figure: &impl Figure, out: &Path, stem: &str) -> Result<()> {
     register_fonts();
     let size = figure.size();
     let png = out.join(format!("{stem}.png"));
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
+    // The bitmap backend writes the file itself (format by extension): into a temporary sibling.
+    atomic_file::write_through(&png, |temp| {
+        let root = BitMapBackend::new(temp, size).into_drawing_area();
         root.fill(&WHITE)
             .and_then(|()| figure.draw(&root))
             .and_then(|()| root.present())
-            .map_err(|e| failed(&png, e))?;
-    }
+            .map_err(|e| failed(&png, e))
+    })?;
     let svg = out.join(format!("{stem}.svg"));
-    let root = SVGBackend::new(&svg, size).into_drawing_area();
-    root.fill(&WHITE)
-        .and_then(|()| figure.draw(&root))
-        .and_then(|()| root.present())
-        .map_err(|e| failed(&svg, e))
+    let mut text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        root.fill(&WHITE)
+            .and_then(|()| figure.draw(&root))
+            .and_then(|()| root.present())
+            .map_err(|e| failed(&svg, e))?;
+    }
+    atomic_file::write(&svg, text.as_bytes())
 }
 
 fn failed(path: &Path, error: impl std::fmt::Display) -> MiloError {
-    MiloError::Io {
+    MiloError::Write {
         path: path.to_path_buf(),
         source: std::io::Error::other(format!("cannot draw the figure: {error}")),
     }

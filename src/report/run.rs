@@ -14,7 +14,7 @@ use crate::problems::spec::Direction;
 use crate::problems::Problem;
 use crate::search::archive::search_evaluations;
 use crate::search::evaluation::TaskResult;
-use crate::search::evolve::BEST_FILE;
+use crate::search::evolve::{read_best, BEST_FILE};
 use crate::search::lineage::{read_records, Move, NodeRecord, LINEAGE_FILE};
 use crate::search::state::SearchState;
 use crate::suite::{Split, Suite};
@@ -349,7 +349,7 @@ fn best_construction(page: &mut Page, dir: &Path, suite: &Suite, out: &Path) -> 
         ));
         return Ok(());
     }
-    let best = read_values(&best_path)?;
+    let best = read_best(&best_path, suite.problem.as_ref())?;
     let provenance_path = best_path.with_extension("provenance.json");
     let provenance: serde_json::Value = std::fs::read_to_string(&provenance_path)
         .ok()

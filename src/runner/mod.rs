@@ -13,6 +13,7 @@ pub mod trace;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
+use crate::optimize::budget::MAX_SECONDS;
 use crate::optimize::{Budget, Exhaustion};
 use crate::problems::{Direction, Problem};
 use crate::program::{Action, KeepBest, Program, Repeat, Restarts, Step, UntilStall};
@@ -124,7 +125,10 @@ pub fn run_program_scored(
     let started = Instant::now();
     let mut budget = Budget::unlimited().with_cancel(settings.cancel.clone());
     if let Some(s) = settings.seconds {
-        budget = budget.with_time_limit(std::time::Duration::from_secs_f64(s.max(0.0)));
+        // Callers check budgets (see `check_seconds`); NaN or a negative value means no time.
+        let limit =
+            std::time::Duration::try_from_secs_f64(s.clamp(0.0, MAX_SECONDS)).unwrap_or_default();
+        budget = budget.with_time_limit(limit);
     }
     if let Some(e) = settings.evaluations {
         budget = budget.with_max_evaluations(e);

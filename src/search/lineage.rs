@@ -8,10 +8,11 @@
 
 use super::admission::Verdict;
 use super::evaluation::Evaluation;
-use crate::error::{MiloError, Result};
+use crate::dir_lock::DirLock;
+use crate::error::{read_error, write_error, MiloError, Result};
 use crate::harness::Harness;
 pub use crate::records::read_records;
-use crate::records::{io_error as io, AppendLog};
+use crate::records::AppendLog;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -306,10 +307,12 @@ pub trait LineageStore {
     fn harness(&self, hash: &str) -> Result<Harness>;
 }
 
-/// The on-disk lineage store: `lineage.jsonl` plus `harnesses/`.
+/// The on-disk lineage store: `lineage.jsonl` plus `harnesses/`, its directory locked for as
+/// long as the store is open (see [`DirLock`]).
 pub struct JsonlLineage {
     dir: PathBuf,
     log: AppendLog<LineageRecord>,
+    _lock: DirLock,
 }
 
 /// Name of the record file in a run directory.
@@ -318,7 +321,8 @@ pub const LINEAGE_FILE: &str = "lineage.jsonl";
 impl JsonlLineage {
     /// Creates a new run directory's lineage; an error if one already exists there.
     pub fn create(dir: &Path) -> Result<JsonlLineage> {
-        std::fs::create_dir_all(dir.join("harnesses")).map_err(io(dir))?;
+        std::fs::create_dir_all(dir.join("harnesses")).map_err(write_error(dir))?;
+        let lock = DirLock::acquire(dir)?;
         let log = AppendLog::create(&dir.join(LINEAGE_FILE))?.ok_or_else(|| {
             MiloError::Usage(format!(
                 "{} already holds a run; resume it with --resume {}",
@@ -329,16 +333,23 @@ impl JsonlLineage {
         Ok(JsonlLineage {
             dir: dir.to_path_buf(),
             log,
+            _lock: lock,
         })
     }
 
-    /// Opens an existing run directory: its records (a torn last line is dropped and cut off the
-    /// file) and the store, ready to append.
+    /// Opens an existing run directory, locked before anything is read: its records (a torn
+    /// last line is dropped and cut off the file) and the store, ready to append.
     pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<LineageRecord>)> {
-        let (log, records) = AppendLog::open(&dir.join(LINEAGE_FILE))?;
+        let path = dir.join(LINEAGE_FILE);
+        if !path.is_file() {
+            return Err(read_error(&path)(std::io::ErrorKind::NotFound.into()));
+        }
+        let lock = DirLock::acquire(dir)?;
+        let (log, records) = AppendLog::open(&path)?;
         let lineage = JsonlLineage {
             dir: dir.to_path_buf(),
             log,
+            _lock: lock,
         };
         Ok((lineage, records))
     }
@@ -358,9 +369,7 @@ impl LineageStore for JsonlLineage {
         let hash = harness.content_hash();
         let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
         if !path.exists() {
-            let partial = path.with_extension("toml.partial");
-            std::fs::write(&partial, harness.to_toml()).map_err(io(&partial))?;
-            std::fs::rename(&partial, &path).map_err(io(&path))?;
+            crate::atomic_file::write(&path, harness.to_toml().as_bytes())?;
         }
         Ok(hash)
     }

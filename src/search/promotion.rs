@@ -12,9 +12,8 @@ use super::archive::search_evaluations;
 use super::round_tasks::{better_text, start_of};
 use super::state::SearchState;
 use crate::construction::{read_values, to_json};
-use crate::error::{MiloError, Result};
+use crate::error::{read_error, write_error, MiloError, Result};
 use crate::problems::Problem;
-use crate::records::io_error as io;
 use crate::suite::{sha256_hex, Split, Start};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,10 +42,8 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
     let path = start_path(run, address(&sha256));
     if !path.exists() {
         let dir = run.join(STARTS_DIR);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, &text).map_err(io(&partial))?;
-        std::fs::rename(&partial, &path).map_err(io(&path))?;
+        std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+        crate::atomic_file::write(&path, text.as_bytes())?;
     }
     Ok(sha256)
 }
@@ -56,7 +53,7 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
 /// address, its validity checked, its score computed exactly.
 pub fn load(run: &Path, hash: &str, id: &str, problem: &dyn Problem) -> Result<Start> {
     let path = start_path(run, hash);
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
     let actual = sha256_hex(text.as_bytes());
     if address(&actual) != hash {
         return Err(MiloError::Malformed {

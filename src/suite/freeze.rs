@@ -4,7 +4,6 @@
 use super::{sha256_hex, Split, StartEntry, Suite, SuiteFile, TaskBudget};
 use crate::error::{MiloError, Result};
 use crate::problems::by_slug;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What `milo suite freeze` is asked to build.
@@ -105,8 +104,12 @@ pub fn freeze(request: &FreezeRequest) -> Result<Suite> {
     let text = format!(
         "# Frozen by `milo suite freeze`: paths are relative to this file, starts pinned by sha256.\n{body}"
     );
-    let suite = Suite::parse(&text, out)?;
-    write_new(out, &text)?;
+    // The text is built from the flags: what is wrong with it is a usage error.
+    let suite = Suite::parse(&text, out).map_err(|e| match e {
+        MiloError::Malformed { message, .. } => MiloError::Usage(message),
+        other => other,
+    })?;
+    crate::atomic_file::create_new(out, text.as_bytes())?;
     Ok(suite)
 }
 
@@ -195,20 +198,6 @@ fn relative_to(base: &Path, file: &Path) -> Result<String> {
             file.display()
         ))
     })
-}
-
-/// Writes a file that must not exist yet.
-fn write_new(path: &Path, text: &str) -> Result<()> {
-    let io = |source| MiloError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(io)?;
-    file.write_all(text.as_bytes()).map_err(io)
 }
 
 #[cfg(test)]

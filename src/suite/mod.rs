@@ -32,6 +32,7 @@ use crate::cancel::CancelToken;
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::parse_decimal;
+use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Problem};
 use crate::program::Program;
 use crate::runner::RunSettings;
@@ -64,11 +65,7 @@ impl TaskBudget {
             return Err("budget: give `seconds` and/or `evaluations`".into());
         }
         if let Some(s) = self.seconds {
-            if !(s.is_finite() && s > 0.0) {
-                return Err(format!(
-                    "budget.seconds: must be a positive number, got {s}"
-                ));
-            }
+            check_seconds("budget.seconds", s)?;
         }
         if self.evaluations == Some(0) {
             return Err("budget.evaluations: must be at least 1".into());

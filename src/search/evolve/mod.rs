@@ -28,7 +28,7 @@ mod step;
 #[cfg(test)]
 mod tests;
 
-pub use outputs::BEST_FILE;
+pub use outputs::{read_best, BEST_FILE};
 
 use super::evaluation::{CostMeasure, Discovery};
 use super::lineage::{
@@ -40,7 +40,6 @@ use super::promotion;
 use super::round_tasks::{self, Slot};
 use super::state::SearchState;
 use crate::cancel::CancelToken;
-use crate::construction::read_values;
 use crate::error::Result;
 use crate::harness::Harness;
 use crate::suite::{Start, Suite, Task};
@@ -147,7 +146,11 @@ impl Search {
         let state = SearchState::replay(records);
         let best_path = dir.join(BEST_FILE);
         let best = match best_path.exists() {
-            true => Some(suite.problem.score_exact(&read_values(&best_path)?)),
+            true => Some(
+                suite
+                    .problem
+                    .score_exact(&read_best(&best_path, suite.problem.as_ref())?),
+            ),
             false => None,
         };
         let mut harnesses = HashMap::new();

@@ -2,13 +2,37 @@
 //! and `discoveries/`, every new best beyond the suite's record — each with its provenance.
 
 use super::Search;
-use crate::error::{MiloError, Result};
+use crate::construction::read_values;
+use crate::error::{write_error, MiloError, Result, Violation};
 use crate::exact::rational::decimal_string;
+use crate::problems::Problem;
 use crate::search::evaluation::Discovery;
 use std::path::{Path, PathBuf};
 
 /// The run's best construction so far (any task), beside `best.provenance.json`.
 pub const BEST_FILE: &str = "best.json";
+
+/// Reads a run's `best.json` (at `path`) and checks it against `problem`'s rules: a file damaged
+/// or edited since it was written (all zeros, a negative value…) is a malformed input naming it.
+pub fn read_best(path: &Path, problem: &dyn Problem) -> Result<Vec<f64>> {
+    let values = read_values(path).map_err(|e| match e {
+        MiloError::Invalid(v) => malformed_best(path, &v),
+        other => other,
+    })?;
+    problem
+        .check(&values)
+        .map_err(|v| malformed_best(path, &v))?;
+    Ok(values)
+}
+
+fn malformed_best(path: &Path, violation: &Violation) -> MiloError {
+    MiloError::Malformed {
+        path: path.to_path_buf(),
+        message: format!(
+            "not a valid construction of this run ({violation}); restore or delete it"
+        ),
+    }
+}
 
 impl Search {
     /// Saves `d` to `discoveries/` (named by its score, task and harness); returns the path.
@@ -19,10 +43,7 @@ impl Search {
         node: &str,
     ) -> Result<PathBuf> {
         let dir = self.dir().join("discoveries");
-        std::fs::create_dir_all(&dir).map_err(|source| MiloError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
         let score = decimal_string(&d.exact, 20);
         let task: String = d
             .task
@@ -71,13 +92,7 @@ impl Search {
             "found_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         });
         let provenance_path = path.with_extension("provenance.json");
-        std::fs::write(
-            &provenance_path,
-            serde_json::to_string_pretty(&provenance).expect("JSON"),
-        )
-        .map_err(|source| MiloError::Io {
-            path: provenance_path,
-            source,
-        })
+        let text = serde_json::to_string_pretty(&provenance).expect("JSON");
+        crate::atomic_file::write(&provenance_path, text.as_bytes())
     }
 }

@@ -408,7 +408,7 @@ fn a_mutator_failure_is_recorded_and_the_island_skips_the_round() {
     let dir = tempfile::tempdir().unwrap();
     let (search, stop, _) = run(dir.path(), 2, vec![Err("no idea"), Ok("better")]);
     assert_eq!(stop, Stop::Rounds);
-    let failures = &search.state().failures;
+    let failures = search.state().failures.clone();
     assert_eq!(failures.len(), 1);
     let f = &failures[0];
     assert_eq!((f.round, f.island), (1, 0));
@@ -416,9 +416,11 @@ fn a_mutator_failure_is_recorded_and_the_island_skips_the_round() {
     assert_eq!(f.message, "no idea");
     assert!(!search.state().nodes.iter().any(|n| n.round == 1));
     assert_eq!(node(&search, "n0001").name, "better");
-    // The record is in the lineage file and replays to the same state.
+    // The record is in the lineage file and replays to the same state (once the run, which
+    // holds the directory's lock, is closed).
+    drop(search);
     let (_, _, records) = open_store(dir.path()).unwrap();
-    assert_eq!(SearchState::replay(&records).failures, *failures);
+    assert_eq!(SearchState::replay(&records).failures, failures);
 }
 
 #[test]
@@ -472,6 +474,7 @@ fn unknown_part_names_are_usage_errors_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let (search, _, _) = run(dir.path(), 1, vec![Ok("worse")]);
     let mut config = search.config().clone();
+    drop(search);
     config.writer = "builtin".into();
     config.mutators = vec!["tuner".into()];
     config.executor = "local-threads".into();

@@ -1,0 +1,154 @@
+//! Atomic replacement of files. Every file milo rewrites (`best.json` and its provenance, bench
+//! summaries and results, content-addressed harnesses and starts, report pages and figures, the
+//! outputs of `optimize` and `suite freeze`) goes through here: the content is written to a
+//! temporary sibling, synced, and renamed over the name, so a kill or a full disk leaves the old
+//! file or the new one, never a torn one. Append-only record files stay appends
+//! ([`crate::records`]).
+
+use crate::error::{write_error, MiloError, Result};
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use tempfile::NamedTempFile;
+
+/// Replaces `path` with `bytes` (creating it if needed), atomically.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(path, |file| file.write_all(bytes))
+}
+
+/// Replaces `path` atomically with what `fill` writes into the temporary sibling.
+pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<()> {
+    let mut temp = sibling(path, "")?;
+    fill(temp.as_file_mut()).map_err(write_error(path))?;
+    commit(temp, path, false)
+}
+
+/// Writes `path`, which must not exist, atomically: it appears whole or not at all, and a file
+/// that appears there meanwhile is kept (an `AlreadyExists` write error).
+pub fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut temp = sibling(path, "")?;
+    temp.write_all(bytes).map_err(write_error(path))?;
+    commit(temp, path, true)
+}
+
+/// Replaces `path` atomically with a file that `render` writes at the path it is given (a
+/// temporary sibling with the same extension, for writers that only take a path, like figure
+/// backends choosing the format by extension).
+pub fn write_through(path: &Path, render: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let extension = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let temp = sibling(path, &extension)?;
+    render(temp.path())?;
+    commit(temp, path, false)
+}
+
+/// A new temporary file beside `path` (same directory, so the rename stays on one file system),
+/// named `.NAME.XXXXXX.partial` plus `extension`.
+fn sibling(path: &Path, extension: &str) -> Result<NamedTempFile> {
+    let dir = parent(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(&format!(".partial{extension}"))
+        .tempfile_in(dir)
+        .map_err(write_error(path))
+}
+
+/// Syncs the temporary file, renames it to `path` (refusing to replace a file if `no_clobber`)
+/// and syncs the directory so the rename itself survives a crash.
+fn commit(temp: NamedTempFile, path: &Path, no_clobber: bool) -> Result<()> {
+    // Writers given only the path (see `write_through`) wrote through their own handle: reopen
+    // it to sync what they wrote.
+    File::open(temp.path())
+        .and_then(|f| f.sync_all())
+        .and_then(|()| temp.as_file().sync_all())
+        .map_err(write_error(path))?;
+    let persisted = if no_clobber {
+        temp.persist_noclobber(path)
+    } else {
+        temp.persist(path)
+    };
+    persisted.map_err(|e| MiloError::Write {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    // Directories cannot be opened for syncing on every platform; the rename has happened.
+    if let Ok(dir) = File::open(parent(path)) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn replaces_whole_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("best.json");
+        write(&path, b"old").unwrap();
+        write(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(names(dir.path()), ["best.json"]);
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_old_file_and_names_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("best.json");
+        write(&path, b"old").unwrap();
+        let err = write_with(&path, |_| Err(std::io::Error::other("disk full"))).unwrap_err();
+        assert!(matches!(err, MiloError::Write { .. }), "{err}");
+        assert!(err.to_string().starts_with("cannot write "), "{err}");
+        assert!(err.to_string().contains("best.json"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(names(dir.path()), ["best.json"]);
+    }
+
+    #[test]
+    fn create_new_refuses_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("suite.toml");
+        create_new(&path, b"first").unwrap();
+        let err = create_new(&path, b"second").unwrap_err();
+        assert!(err.to_string().contains("suite.toml"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        assert_eq!(names(dir.path()), ["suite.toml"]);
+    }
+
+    #[test]
+    fn write_through_keeps_the_extension_for_path_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("figure.png");
+        write_through(&path, |temp| {
+            assert_eq!(temp.extension().unwrap(), "png");
+            std::fs::write(temp, b"png bytes").map_err(write_error(temp))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"png bytes");
+        assert_eq!(names(dir.path()), ["figure.png"]);
+    }
+}

@@ -1,0 +1,478 @@
+//! Hostile inputs and faults (issue 17): one-line errors naming the rule and the value, distinct
+//! exit codes, never a panic, never a half-written or silently replaced file.
+
+mod common;
+use common::{milo, tiny_suite, Run};
+use milo::error::{EXIT_BUSY, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const FIRST: &str = "first-autocorrelation-inequality";
+
+/// Asserts `run` failed with `code` on one stderr line holding every needle, without a panic.
+fn expect_failure(run: &Run, code: i32, needles: &[&str]) {
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert_eq!(
+        run.code, code,
+        "stdout {} stderr {}",
+        run.stdout, run.stderr
+    );
+    let line = run.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "one line: {line}");
+    for needle in needles {
+        assert!(line.contains(needle), "'{line}' lacks '{needle}'");
+    }
+}
+
+#[test]
+fn a_duplicate_key_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("twice.json");
+    // milo used to take the first (score 2.0), Python the last (1.5431).
+    std::fs::write(&path, r#"{"values": [1, 1], "values": [1, 2, 0.5]}"#).unwrap();
+    let run = milo(&["verify", FIRST, path.to_str().unwrap()]);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &["duplicate key \"values\"", "twice.json"],
+    );
+}
+
+/// Writes a small valid start for the first problem and returns its path as text.
+fn small_start(dir: &Path) -> String {
+    let path = dir.join("start.json");
+    std::fs::write(&path, "[1, 0.5, 0.8, 1, 0.3, 0.9]").unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Writes a quick program (a short L-BFGS polish) and returns its path as text.
+fn quick_program(dir: &Path) -> String {
+    let path = dir.join("quick.toml");
+    std::fs::write(
+        &path,
+        "name = \"quick\"\n\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\n\
+         betas = [1e3]\nhistory = 5\niterations = 10\n\n[[steps]]\nkind = \"finalize\"\n",
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn exit_codes_tell_usage_input_and_write_failures_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let run = milo(&["verify", "no-such-problem", &start]);
+    expect_failure(&run, EXIT_USAGE, &["no-such-problem"]);
+    let missing = dir.path().join("missing.json");
+    let run = milo(&["verify", FIRST, missing.to_str().unwrap()]);
+    expect_failure(&run, EXIT_INPUT, &["cannot read", "missing.json"]);
+    // A trace under a regular file cannot be written: "cannot write", not "cannot read".
+    let trace = dir.path().join("start.json").join("trace.json");
+    let out = dir.path().join("out.json");
+    let run = milo(&[
+        "optimize",
+        FIRST,
+        "--start",
+        &start,
+        "--program",
+        &quick_program(dir.path()),
+        "--evaluations",
+        "20",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let line = run.stderr.lines().last().unwrap_or_default().to_string();
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert_eq!(run.code, EXIT_WRITE, "{}", run.stderr);
+    assert!(
+        line.contains("cannot write") && line.contains("trace.json"),
+        "{line}"
+    );
+}
+
+/// A folder `starts/` with two small starts for the first problem, and the quick program.
+fn freeze_inputs(dir: &Path) -> (PathBuf, String) {
+    let starts = dir.join("starts");
+    std::fs::create_dir_all(&starts).unwrap();
+    std::fs::write(starts.join("a.json"), "[1, 0.5, 0.8, 1, 0.3, 0.9]").unwrap();
+    std::fs::write(starts.join("b.json"), "[1, 0.9, 0.7, 0.4, 0.3, 0.2]").unwrap();
+    (starts, quick_program(dir))
+}
+
+/// `milo suite freeze` of [`freeze_inputs`] into `out`, with `extra` flags.
+fn freeze(dir: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    let (starts, program) = freeze_inputs(dir);
+    let mut args: Vec<String> = [
+        "suite",
+        "freeze",
+        "--problem",
+        FIRST,
+        "--from",
+        starts.to_str().unwrap(),
+        "--programs",
+        &program,
+        "--seeds",
+        "1",
+        "--validation-seeds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// Runs `milo` with files limited to `kib` KiB (SIGXFSZ ignored, so a write past the limit fails
+/// with EFBIG as on a full disk).
+fn milo_with_file_limit(kib: u32, args: &[String]) -> Run {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_milo"))
+        .args(args)
+        .output()
+        .expect("bash runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_write_cut_short_by_a_full_disk_leaves_no_torn_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.toml");
+    // A long description makes the suite file larger than the 1 KiB limit.
+    let description = "d".repeat(4000);
+    let args = freeze(
+        dir.path(),
+        &out,
+        &["--budget-evaluations", "100", "--description", &description],
+    );
+    let run = milo_with_file_limit(1, &args);
+    expect_failure(&run, EXIT_WRITE, &["cannot write", "s.toml"]);
+    assert!(!out.exists(), "no half-written suite");
+    assert_eq!(
+        names_in(dir.path()),
+        ["quick.toml", "starts"],
+        "no temporary left"
+    );
+    // Without the limit the same suite is written whole.
+    let run = milo(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains(&description));
+}
+
+#[test]
+fn budgets_out_of_range_are_usage_errors_naming_flag_value_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let program = quick_program(dir.path());
+    let out = dir.path().join("o.json");
+    for (flag, value) in [
+        ("--budget", "1e20"),
+        ("--budget", "1e308"),
+        ("--budget", "inf"),
+        ("--budget", "0"),
+        ("--budget", "-1"),
+        ("--budget", "nan"),
+        ("--evaluations", "0"),
+    ] {
+        let run = milo(&[
+            "optimize",
+            FIRST,
+            "--start",
+            &start,
+            "--program",
+            &program,
+            "--out",
+            out.to_str().unwrap(),
+            &format!("{flag}={value}"),
+        ]);
+        expect_failure(&run, EXIT_USAGE, &[flag]);
+        if flag == "--budget" {
+            assert!(run.stderr.contains("1e7"), "the range: {}", run.stderr);
+        }
+        assert!(!out.exists(), "{flag} {value}: nothing written");
+    }
+    // A suite asking for 1e20 seconds per task is refused when read, naming the key.
+    let suite = dir.path().join("frozen.toml");
+    let args = freeze(dir.path(), &suite, &["--budget-evaluations", "100"]);
+    assert_eq!(
+        milo(&args.iter().map(String::as_str).collect::<Vec<_>>()).code,
+        0
+    );
+    let text = std::fs::read_to_string(&suite).unwrap();
+    let edited = text.replace("evaluations = 100", "seconds = 1e20");
+    assert_ne!(edited, text);
+    std::fs::write(&suite, edited).unwrap();
+    let run = milo(&["suite", "show", suite.to_str().unwrap()]);
+    expect_failure(&run, EXIT_INPUT, &["budget.seconds", "1e20", "1e7"]);
+    // `suite freeze` refuses to write such a suite.
+    let huge = dir.path().join("huge.toml");
+    let args = freeze(dir.path(), &huge, &["--budget-seconds", "1e300"]);
+    let run = milo(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    expect_failure(&run, EXIT_USAGE, &["--budget-seconds", "1e300", "1e7"]);
+    assert!(!huge.exists());
+    // `bench` checks its budget the same way.
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--budget",
+        "1e20",
+        "--out",
+        dir.path().join("bench").to_str().unwrap(),
+    ]);
+    expect_failure(&run, EXIT_USAGE, &["--budget", "1e20", "1e7"]);
+}
+
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    for args in [vec!["problems"], vec!["verify", FIRST, start.as_str()]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before milo writes its first line (as `| head -0` would).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.trim().is_empty(), "{args:?}: quietly: {stderr}");
+    }
+}
+
+#[test]
+fn a_full_standard_output_is_a_write_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    for args in [vec!["problems"], vec!["verify", FIRST, start.as_str()]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_milo"))
+            .args(&args)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let run = Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        expect_failure(&run, EXIT_WRITE, &["cannot write standard output"]);
+    }
+}
+
+#[test]
+fn a_zero_construction_in_best_json_is_refused_on_resume_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let run_dir = dir.path().join("run");
+    let run = milo(&[
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--islands",
+        "1",
+        "--rounds",
+        "1",
+        "--tasks-per-round",
+        "1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::write(run_dir.join("best.json"), r#"{"values": [0, 0, 0]}"#).unwrap();
+    let resumed = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    expect_failure(
+        &resumed,
+        EXIT_INPUT,
+        &["best.json", "not a valid construction"],
+    );
+    let report = milo(&[
+        "report",
+        run_dir.to_str().unwrap(),
+        "--out",
+        dir.path().join("report").to_str().unwrap(),
+    ]);
+    expect_failure(&report, EXIT_INPUT, &["best.json"]);
+}
+
+#[test]
+fn optimize_reserves_out_and_trace_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let program = quick_program(dir.path());
+    let optimize = |extra: &[&str]| {
+        let mut args = vec!["optimize", FIRST, "--start", &start, "--json"];
+        args.extend_from_slice(extra);
+        milo(&args)
+    };
+    // One file for both: a usage error, nothing written.
+    let same = dir.path().join("same.json");
+    let run = optimize(&[
+        "--out",
+        same.to_str().unwrap(),
+        "--trace",
+        same.to_str().unwrap(),
+    ]);
+    expect_failure(&run, EXIT_USAGE, &["--out and --trace", "same.json"]);
+    assert!(!same.exists());
+    // A missing directory fails before the run (the default program would take 20 s).
+    let lost = dir.path().join("no-such-dir").join("best.json");
+    let started = std::time::Instant::now();
+    let run = optimize(&["--out", lost.to_str().unwrap(), "--budget", "20"]);
+    expect_failure(&run, EXIT_WRITE, &["cannot write", "no-such-dir"]);
+    assert!(
+        started.elapsed().as_secs_f64() < 10.0,
+        "failed before the run"
+    );
+    // An existing trace is not overwritten, and the reserved --out is released.
+    let trace = dir.path().join("trace.json");
+    std::fs::write(&trace, "keep me").unwrap();
+    let out = dir.path().join("out.json");
+    let run = optimize(&[
+        "--program",
+        &program,
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    expect_failure(&run, EXIT_USAGE, &["--trace", "exists"]);
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), "keep me");
+    assert!(!out.exists(), "the reservation of --out is released");
+    // Two runs on one name: the second is refused, whether the first is running or done.
+    let first = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "optimize", FIRST, "--start", &start, "--json", "--budget", "3",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let second = optimize(&["--program", &program, "--out", out.to_str().unwrap()]);
+    expect_failure(&second, EXIT_USAGE, &["--out", "exists"]);
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let verified = milo(&["verify", FIRST, out.to_str().unwrap()]);
+    assert_eq!(
+        verified.code, 0,
+        "the first run's result is whole: {}",
+        verified.stderr
+    );
+}
+
+/// Holds `dir`'s lock from this process (as a running milo would), its PID written in.
+fn hold_lock(dir: &Path) -> std::fs::File {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join("milo.lock"))
+        .unwrap();
+    file.try_lock().unwrap();
+    writeln!(file, "{}", std::process::id()).unwrap();
+    file
+}
+
+#[test]
+fn a_second_process_on_a_run_or_bench_directory_is_refused_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let suite = suite.to_str().unwrap();
+    let pid = std::process::id().to_string();
+    // A run directory: a live second `evolve` is refused while the first runs.
+    let run_dir = dir.path().join("run");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "evolve",
+            "--suite",
+            suite,
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+        ])
+        .args(["--islands", "1", "--rounds", "100000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = run_dir.join("milo.lock");
+    let waited = std::time::Instant::now();
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "the first run took its lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    let first_pid = first.id().to_string();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    expect_failure(
+        &second,
+        EXIT_BUSY,
+        &["milo.lock", &format!("PID {first_pid}")],
+    );
+    // Any holder is named: here the test process itself.
+    let held = hold_lock(&run_dir);
+    let again = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    expect_failure(&again, EXIT_BUSY, &["milo.lock", &format!("PID {pid}")]);
+    drop(held);
+    // A benchmark directory: resume is refused while another process holds it, then works.
+    let bench = dir.path().join("bench");
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite,
+        "--methods",
+        "best-of-n",
+        "--budget",
+        "0.05",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--out",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let held = hold_lock(&bench);
+    let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
+    expect_failure(&resumed, EXIT_BUSY, &["milo.lock", &format!("PID {pid}")]);
+    drop(held);
+    let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+}
