@@ -184,10 +184,16 @@ impl Campaign {
         Ok((settings, suite))
     }
 
-    /// Opens the campaign in `dir` (its `campaign.json`) to resume it.
-    pub fn open(dir: &Path, client_timeout: Duration, key: Option<ApiKey>) -> Result<Campaign> {
+    /// Opens the campaign in `dir` (its `campaign.json`) to resume it, its server's requests
+    /// bounded by `timeout` (each read) and `deadline` (a whole request).
+    pub fn open(
+        dir: &Path,
+        timeout: Duration,
+        deadline: Duration,
+        key: Option<ApiKey>,
+    ) -> Result<Campaign> {
         let settings = read_settings(dir)?;
-        let client = ArenaClient::new(&settings.base_url, client_timeout)?;
+        let client = ArenaClient::new(&settings.base_url, timeout, deadline)?;
         Ok(Campaign::with(dir, settings, client, key))
     }
 

@@ -421,54 +421,153 @@ fn an_invalid_entry_is_saved_and_flagged() {
 }
 
 #[test]
-fn an_existing_directory_is_replaced_only_with_force() {
+fn an_existing_directory_is_replaced_only_with_force_and_only_when_it_is_a_pull() {
     let entries = vec![entry(41, "only", 150)];
     let tmp = tempfile::tempdir().unwrap();
     let target = tmp.path().join("snap");
     std::fs::create_dir(&target).unwrap();
     std::fs::write(target.join("mine.txt"), "keep me").unwrap();
-
-    let server = arena_server(solutions_body(&entries));
-    let refused = milo_in(
-        tmp.path(),
-        &[
+    let pull = |server: &Server, into: &str, force: bool| {
+        let mut args = vec![
             "arena",
             "pull",
             FIRST,
             "--base-url",
             &server.base,
             "--into",
-            "snap",
-        ],
-    );
+            into,
+        ];
+        if force {
+            args.push("--force");
+        }
+        milo_in(tmp.path(), &args)
+    };
+
+    let server = arena_server(solutions_body(&entries));
+    let refused = pull(&server, "snap", false);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    // Not an earlier pull: --force does not delete someone's files.
+    let forced = pull(&server, "snap", true);
+    assert_eq!(forced.code, 2, "{}", forced.stderr);
+    assert!(
+        forced.stderr.contains("not an earlier pull"),
+        "{}",
+        forced.stderr
+    );
     assert!(server.requests().is_empty(), "refused before any request");
     assert_eq!(names_in(&target), vec!["mine.txt"]);
 
-    let forced = milo_in(
-        tmp.path(),
-        &[
-            "arena",
-            "pull",
-            FIRST,
-            "--base-url",
-            &server.base,
-            "--into",
-            "snap",
-            "--force",
-        ],
-    );
-    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    let first = pull(&server, "again", false);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let server = arena_server(solutions_body(&entries));
+    let replaced = pull(&server, "again", true);
+    assert_eq!(replaced.code, 0, "{}", replaced.stderr);
     assert_eq!(
-        names_in(&target),
+        names_in(&tmp.path().join("again")),
         vec![
             "PULL.json",
             "rank-01-only.json",
             "rank-01-only.provenance.json"
         ]
     );
-    assert_eq!(names_in(tmp.path()), vec!["snap"], "no staging left behind");
+    assert_eq!(
+        names_in(tmp.path()),
+        vec!["again", "snap"],
+        "no staging left behind"
+    );
+}
+
+#[test]
+fn more_entries_than_asked_are_dropped_and_an_oversized_body_is_refused() {
+    let entries = vec![entry(1, "a", 100), entry(2, "b", 100), entry(3, "c", 100)];
+    let tmp = tempfile::tempdir().unwrap();
+    let server = arena_server(solutions_body(&entries));
+    let run = milo_in(
+        tmp.path(),
+        &[
+            "arena",
+            "pull",
+            FIRST,
+            "--base-url",
+            &server.base,
+            "--into",
+            "p",
+            "--limit",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        read_json(&tmp.path().join("p/PULL.json"))["counts"]["entries"],
+        2
+    );
+
+    // One entry of the first problem may hold 100,000 values: a body far beyond that is cut off
+    // while it is read, not buffered whole.
+    let huge = format!("[{}]", "1,".repeat(15_000_000));
+    let server = arena_server(huge);
+    let refused = expect_failure(&server.base, &["--limit", "1"], FIRST, 4, &["larger than"]);
+    assert!(refused.stderr.len() < 1000);
+}
+
+/// A one-connection server writing `head`, then `body` a byte at a time every `gap`.
+fn raw_server(head: String, body: &'static [u8], gap: Duration) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(2) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            if stream.write_all(head.as_bytes()).is_err() {
+                continue;
+            }
+            for byte in body {
+                if stream.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(gap);
+            }
+        }
+    });
+    base
+}
+
+#[test]
+fn a_redirect_is_refused_and_a_trickling_server_meets_the_deadline() {
+    let redirect = raw_server(
+        "HTTP/1.1 302 Found\r\nLocation: http://elsewhere.example/api/problems\r\nContent-Length: 0\r\n\r\n".into(),
+        b"",
+        Duration::ZERO,
+    );
+    expect_failure(
+        &redirect,
+        &[],
+        FIRST,
+        4,
+        &["redirects", "elsewhere.example"],
+    );
+
+    // One byte a second keeps every read within --timeout; --deadline ends the request.
+    let trickle = raw_server(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n".into(),
+        &[b' '; 1000],
+        Duration::from_millis(500),
+    );
+    let started = std::time::Instant::now();
+    expect_failure(
+        &trickle,
+        &["--timeout", "5", "--deadline", "2"],
+        FIRST,
+        4,
+        &["timed out"],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// Runs a pull that must fail with `code`, mentioning each of `needles`, leaving nothing behind.

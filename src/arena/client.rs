@@ -23,8 +23,14 @@ pub const DEFAULT_BASE_URL: &str = "https://einsteinarena.com";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most solutions the arena returns for one request.
 pub const MAX_LIMIT: usize = 100;
-/// Largest response body accepted (100 entries of 2,000,000 values fit comfortably).
-const BODY_LIMIT: u64 = 8 << 30;
+/// Largest body of the small answers (problems, leaderboard, status), after decompression.
+const SMALL_BODY: u64 = 16 << 20;
+/// Bytes allowed per value of a served construction (17 digits, an exponent, a separator…).
+const BYTES_PER_VALUE: u64 = 32;
+/// Bytes allowed per served entry beside its values (id, agent, dates, JSON punctuation).
+const BYTES_PER_ENTRY: u64 = 64 << 10;
+/// Default overall deadline of one request (connection, answer and whole body).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 /// Characters of an error response's body quoted in the message.
 const BODY_EXCERPT: usize = 200;
 /// The shape of `GET /api/problems`, in words for error messages.
@@ -195,14 +201,15 @@ impl WireSolution {
 /// A blocking client of one arena server, with connect and per-read/write timeouts.
 pub struct ArenaClient {
     base: String,
-    agent: ureq::Agent,
-    /// For requests that carry a key: redirects are not followed (the key stays with this host).
-    pub(super) sending: ureq::Agent,
+    /// Redirects are not followed (a key stays with this host, and what is saved is what this
+    /// host served); every request has an overall deadline besides the per-read timeout.
+    pub(super) agent: ureq::Agent,
 }
 
 impl ArenaClient {
-    /// A client of the server at `base_url` (`http://` or `https://`; a trailing `/` is dropped).
-    pub fn new(base_url: &str, timeout: Duration) -> Result<ArenaClient> {
+    /// A client of the server at `base_url` (`http://` or `https://`; a trailing `/` is dropped),
+    /// `timeout` for connecting and each read or write, `deadline` for a whole request.
+    pub fn new(base_url: &str, timeout: Duration, deadline: Duration) -> Result<ArenaClient> {
         let base = base_url.trim_end_matches('/').to_string();
         let has_host = ["http://", "https://"]
             .iter()
@@ -212,18 +219,13 @@ impl ArenaClient {
                 "--base-url {base_url}: expected an http:// or https:// URL with a host"
             )));
         }
-        if timeout.is_zero() {
-            return Err(MiloError::Usage("--timeout must be positive".into()));
+        if timeout.is_zero() || deadline.is_zero() {
+            return Err(MiloError::Usage(
+                "--timeout and --deadline must be positive".into(),
+            ));
         }
         let config = ureq::Agent::config_builder()
-            .timeout_resolve(Some(timeout))
-            .timeout_connect(Some(timeout))
-            .timeout_per_read(Some(timeout))
-            .timeout_per_write(Some(timeout))
-            .http_status_as_error(false)
-            .user_agent(concat!("milo/", env!("CARGO_PKG_VERSION")))
-            .build();
-        let sending = ureq::Agent::config_builder()
+            .timeout_global(Some(deadline))
             .timeout_resolve(Some(timeout))
             .timeout_connect(Some(timeout))
             .timeout_per_read(Some(timeout))
@@ -236,7 +238,6 @@ impl ArenaClient {
         Ok(ArenaClient {
             base,
             agent: config.new_agent(),
-            sending: sending.new_agent(),
         })
     }
 
@@ -247,7 +248,7 @@ impl ArenaClient {
 
     /// Every problem the server knows.
     pub fn problems(&self) -> Result<Vec<ArenaProblem>> {
-        self.get_json("/api/problems", &[], PROBLEMS_SHAPE)
+        self.get_json("/api/problems", &[], PROBLEMS_SHAPE, SMALL_BODY)
     }
 
     /// The server's problem with this slug, or a usage error listing the slugs it knows.
@@ -276,7 +277,12 @@ impl ArenaClient {
                 "problem slug {slug:?}: expected letters, digits and '-' (see `milo problems`)"
             )));
         }
-        self.get_json(&format!("/api/problems/{slug}"), &[], PROBLEM_SHAPE)
+        self.get_json(
+            &format!("/api/problems/{slug}"),
+            &[],
+            PROBLEM_SHAPE,
+            SMALL_BODY,
+        )
     }
 
     /// Each agent's best evaluated score on a problem, best first (`limit` 1…[`MAX_LIMIT`]).
@@ -287,7 +293,7 @@ impl ArenaClient {
             ("limit", limit.to_string()),
         ];
         let mut entries: Vec<LeaderboardEntry> =
-            self.get_json("/api/leaderboard", &query, LEADERBOARD_SHAPE)?;
+            self.get_json("/api/leaderboard", &query, LEADERBOARD_SHAPE, SMALL_BODY)?;
         entries.truncate(limit);
         Ok(entries)
     }
@@ -300,18 +306,34 @@ impl ArenaClient {
                 "solution id {text:?}: expected letters, digits and '-'"
             )));
         }
-        self.get_json(&format!("/api/solutions/{text}"), &[], STATUS_SHAPE)
+        self.get_json(
+            &format!("/api/solutions/{text}"),
+            &[],
+            STATUS_SHAPE,
+            SMALL_BODY,
+        )
     }
 
-    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first.
-    pub fn best_solutions(&self, problem_id: &ArenaId, limit: usize) -> Result<Vec<ArenaSolution>> {
+    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first; the answer may
+    /// hold at most `limit` entries of `max_values` values (more entries than asked for are
+    /// dropped; a longer body is refused before it is all read).
+    pub fn best_solutions(
+        &self,
+        problem_id: &ArenaId,
+        limit: usize,
+        max_values: usize,
+    ) -> Result<Vec<ArenaSolution>> {
         check_limit(limit)?;
         let path = "/api/solutions/best";
         let query = [
             ("problem_id", problem_id.to_string()),
             ("limit", limit.to_string()),
         ];
-        let wire: Vec<WireSolution> = self.get_json(path, &query, SOLUTIONS_SHAPE)?;
+        let body_limit =
+            limit as u64 * (max_values as u64 * BYTES_PER_VALUE + BYTES_PER_ENTRY) + SMALL_BODY;
+        let mut wire: Vec<WireSolution> =
+            self.get_json(path, &query, SOLUTIONS_SHAPE, body_limit)?;
+        wire.truncate(limit);
         wire.into_iter()
             .enumerate()
             .map(|(i, w)| {
@@ -333,13 +355,14 @@ impl ArenaClient {
         }
     }
 
-    /// `GET {base}{path}?{query}` parsed as `T` (described to the user as `expected`); every
-    /// failure names the URL.
+    /// `GET {base}{path}?{query}` parsed as `T` (described to the user as `expected`), its body
+    /// at most `body_limit` bytes after decompression; every failure names the URL.
     fn get_json<T: DeserializeOwned>(
         &self,
         path: &str,
         query: &[(&str, String)],
         expected: &str,
+        body_limit: u64,
     ) -> Result<T> {
         let url = format!("{}{path}", self.base);
         let mut request = self.agent.get(&url);
@@ -353,10 +376,22 @@ impl ArenaClient {
         };
         let mut response = request.call().map_err(|e| remote(describe(&e)))?;
         let status = response.status();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.chars().filter(|c| !c.is_control()).collect::<String>());
+            return Err(remote(format!(
+                "the server redirects (HTTP {status}) to {}; milo does not follow redirects \
+                 (give the server you mean as --base-url)",
+                location.as_deref().unwrap_or("an unnamed place")
+            )));
+        }
         let body = response
             .body_mut()
             .with_config()
-            .limit(BODY_LIMIT)
+            .limit(body_limit)
             .read_to_vec()
             .map_err(|e| remote(format!("reading the response failed: {}", describe(&e))))?;
         if !status.is_success() {

@@ -165,7 +165,7 @@ pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> 
     check_target(&request.into, request.force)?;
     let served = client.problem(&request.slug)?;
     let problem = by_slug(&request.slug)?;
-    let solutions = client.best_solutions(&served.id, request.limit)?;
+    let solutions = client.best_solutions(&served.id, request.limit, problem.spec().max_len)?;
     let pulled_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
 
     let parent = match request.into.parent() {
@@ -352,7 +352,8 @@ fn target_name(into: &Path) -> Result<String> {
     }
 }
 
-/// Refuses a target that is a file, or a non-empty directory unless `force`.
+/// Refuses a target that is a file, or a non-empty directory unless `force` and it is an earlier
+/// pull (it holds a `PULL.json`): nothing else is ever replaced.
 fn check_target(into: &Path, force: bool) -> Result<()> {
     let meta = match std::fs::symlink_metadata(into) {
         Ok(meta) => meta,
@@ -370,9 +371,19 @@ fn check_target(into: &Path, force: bool) -> Result<()> {
             into.display()
         )));
     }
-    if !force && !is_empty_dir(into)? {
+    if is_empty_dir(into)? {
+        return Ok(());
+    }
+    if !force {
         return Err(MiloError::Usage(format!(
-            "{} exists and is not empty; pass --force to replace it, or choose another --into",
+            "{} exists and is not empty; pass --force to replace an earlier pull, or choose another --into",
+            into.display()
+        )));
+    }
+    if !into.join(SUMMARY_FILE).is_file() {
+        return Err(MiloError::Usage(format!(
+            "{} is not an earlier pull (it has no {SUMMARY_FILE}): --force replaces only milo's own pulls; \
+             choose another --into",
             into.display()
         )));
     }
@@ -443,6 +454,9 @@ mod tests {
         std::fs::write(missing.join("x"), "x").unwrap();
         let err = check_target(&missing, false).unwrap_err().to_string();
         assert!(err.contains("--force"), "{err}");
+        let err = check_target(&missing, true).unwrap_err().to_string();
+        assert!(err.contains("not an earlier pull"), "{err}");
+        std::fs::write(missing.join(SUMMARY_FILE), "{}").unwrap();
         assert!(check_target(&missing, true).is_ok());
         let file = dir.path().join("file");
         std::fs::write(&file, "x").unwrap();

@@ -166,8 +166,8 @@ impl ArenaClient {
             message: secret.redact(&message),
         };
         let builder = match request.method {
-            "PUT" => self.sending.put(request.url),
-            _ => self.sending.post(request.url),
+            "PUT" => self.agent.put(request.url),
+            _ => self.agent.post(request.url),
         };
         let mut builder = builder
             .header("Authorization", secret.bearer())

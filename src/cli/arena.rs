@@ -2,7 +2,9 @@
 //! `milo arena submit SLUG FILE`: check a construction against the live rules and send it;
 //! `milo arena status [ID]`: follow submissions; `milo arena leaderboard SLUG`: the live board.
 
-use crate::arena::client::{ArenaId, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, MAX_LIMIT};
+use crate::arena::client::{
+    ArenaId, DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, MAX_LIMIT,
+};
 use crate::arena::ledger::{Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
 use crate::arena::submit::{check, refresh, send, Checked};
@@ -26,12 +28,20 @@ pub struct ServerArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
+    /// Seconds allowed for one whole request (connecting, the answer and all of its body).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DEADLINE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
 }
 
 impl ServerArgs {
     /// A client of the server.
     pub fn client(&self) -> Result<ArenaClient> {
-        ArenaClient::new(&self.base_url, Duration::from_secs(self.timeout))
+        ArenaClient::new(
+            &self.base_url,
+            Duration::from_secs(self.timeout),
+            Duration::from_secs(self.deadline),
+        )
     }
 }
 
@@ -420,7 +430,7 @@ fn print_table(summary: &PullSummary, into: &Path) -> Result<()> {
     let agent_width = summary
         .entries
         .iter()
-        .map(|e| e.provenance.agent.chars().count())
+        .map(|e| clean(&e.provenance.agent).chars().count())
         .max()
         .unwrap_or(0)
         .max("agent".len());
@@ -436,7 +446,7 @@ fn print_table(summary: &PullSummary, into: &Path) -> Result<()> {
         out!(
             "{:>4}  {:<agent_width$}  {:<24}  {:<46}  {}",
             p.rank,
-            p.agent,
+            clean(&p.agent),
             format!("{:?}", p.arena_score),
             p.score_exact.as_deref().unwrap_or("—"),
             flag_text(&p.flags)

@@ -90,7 +90,8 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         Some(dir) => {
             let settings = crate::campaign::read_settings(dir)?;
             let key = key_if(settings.submit)?;
-            let campaign = Campaign::open(dir, timeout, key)?;
+            let deadline = Duration::from_secs(args.server.deadline);
+            let campaign = Campaign::open(dir, timeout, deadline, key)?;
             let search = Search::resume(&campaign.run_dir(), args.jobs, cancel)?;
             (campaign, search)
         }
