@@ -342,18 +342,13 @@ fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated()
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    // Longer tasks than the tiny suite's, so that a job is caught running.
     let suite = tiny_suite(dir.path());
-    let text = std::fs::read_to_string(&suite).unwrap();
-    std::fs::write(
-        &suite,
-        text.replace("evaluations = 150", "evaluations = 6000"),
-    )
-    .unwrap();
     let local = local_run(dir.path(), &suite);
     let run = dir.path().join("slurm");
     let mut args = slurm_args(&suite, &run);
-    args.extend(["--slurm-throttle", "1"]);
+    // Each job runs for at least 2 s before its worker starts: the node goes down under a running
+    // job, whatever the machine's speed.
+    args.extend(["--slurm-setup", "sleep 2"]);
     let mut controller: Child = milo(Some(&cluster), &args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -374,11 +369,15 @@ fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated()
             &["update", &node, "state=down", "reason=milo-test"],
         )
         .expect("the node goes down");
+    // The node comes back by itself once slurmd re-registers (ReturnToService=2), or when told.
     wait_for(
         || {
             cluster
                 .tool("scontrol", &["update", &node, "state=resume"])
                 .is_some()
+                || cluster
+                    .tool("sinfo", &["-h", "-o", "%t"])
+                    .is_some_and(|s| !s.trim().starts_with("down"))
         },
         "the node to come back",
     );

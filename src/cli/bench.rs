@@ -52,7 +52,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup"])]
     resume: Option<PathBuf>,
 }
 

@@ -42,6 +42,10 @@ pub struct SlurmArgs {
     /// An extra sbatch option, passed as it is (repeat for several).
     #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
     sbatch_args: Vec<String>,
+    /// A shell line the job script runs before the worker, e.g. 'module load gcc' (repeat for
+    /// several).
+    #[arg(long = "slurm-setup", value_name = "LINE", allow_hyphen_values = true)]
+    setup: Vec<String>,
 }
 
 impl SlurmArgs {
@@ -54,6 +58,7 @@ impl SlurmArgs {
             poll_seconds: self.poll,
             max_submits: self.max_submits,
             sbatch_args: self.sbatch_args.clone(),
+            setup: self.setup.clone(),
         })
     }
 }
@@ -121,7 +126,7 @@ pub struct EvolveArgs {
     promote_discoveries: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "tasks_per_round", "promote_discoveries"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "tasks_per_round", "promote_discoveries"])]
     resume: Option<PathBuf>,
 }
 

@@ -54,6 +54,9 @@ pub struct SlurmOptions {
     /// Extra `sbatch` options, passed as they are.
     #[serde(default)]
     pub sbatch_args: Vec<String>,
+    /// Shell lines the job script runs before the worker (`module load …`, an environment).
+    #[serde(default)]
+    pub setup: Vec<String>,
 }
 
 impl Default for SlurmOptions {
@@ -65,6 +68,7 @@ impl Default for SlurmOptions {
             poll_seconds: 2.0,
             max_submits: 3,
             sbatch_args: Vec::new(),
+            setup: Vec::new(),
         }
     }
 }
@@ -120,8 +124,14 @@ impl Slurm {
     ) -> Result<String> {
         let script = batch.dir().join("job.sh");
         if !script.exists() {
+            let setup: String = self
+                .options
+                .setup
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect();
             let text = format!(
-                "#!/bin/sh\nexec '{}' worker \"{}/task-$SLURM_ARRAY_TASK_ID.json\" \"{}/result-$SLURM_ARRAY_TASK_ID.json\"\n",
+                "#!/bin/sh\n{setup}exec '{}' worker \"{}/task-$SLURM_ARRAY_TASK_ID.json\" \"{}/result-$SLURM_ARRAY_TASK_ID.json\"\n",
                 binary.display(),
                 batch.dir().display(),
                 batch.dir().display()
