@@ -4,46 +4,10 @@
 
 mod common;
 
-use common::{milo, tiny_suite};
+use common::{comparable_records, milo, node_lines, tiny_suite};
 use serde_json::Value;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// The lineage records with the measured (machine-dependent) fields removed.
-fn comparable_records(run_dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(run_dir.join("lineage.jsonl")).unwrap();
-    text.lines()
-        .map(|line| {
-            let mut record: Value = serde_json::from_str(line).unwrap();
-            scrub(&mut record);
-            record
-        })
-        .collect()
-}
-
-fn scrub(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.remove("cpu_seconds");
-            map.remove("wall_seconds");
-            map.remove("at");
-            map.values_mut().for_each(scrub);
-        }
-        Value::Array(items) => items.iter_mut().for_each(scrub),
-        _ => {}
-    }
-}
-
-fn node_lines(run_dir: &Path) -> usize {
-    std::fs::read_to_string(run_dir.join("lineage.jsonl"))
-        .map(|t| {
-            t.lines()
-                .filter(|l| l.contains("\"record\":\"node\""))
-                .count()
-        })
-        .unwrap_or(0)
-}
 
 #[test]
 fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {

@@ -38,6 +38,9 @@ use trajectory::RunLabel;
 pub struct BenchConfig {
     /// The suite file (absolute).
     pub suite: PathBuf,
+    /// The suite's pin ([`Suite::pin`]), recorded at the start and checked on resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_pin: Option<String>,
     /// Method names, in order.
     pub methods: Vec<String>,
     /// Seeds of the first batch.
@@ -160,6 +163,10 @@ impl Bench {
         if path.exists() {
             return Err(already_a_benchmark(dir));
         }
+        let config = BenchConfig {
+            suite_pin: Some(suite.pin.clone()),
+            ..config
+        };
         write_json(&path, &config)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
@@ -178,6 +185,7 @@ impl Bench {
         let lock = DirLock::acquire(dir)?;
         let config: BenchConfig = read_json(&path)?;
         let suite = Suite::load(&config.suite)?;
+        suite.check_pin(config.suite_pin.as_deref())?;
         Ok(Bench {
             dir: dir.to_path_buf(),
             config,
@@ -331,6 +339,7 @@ mod tests {
     fn a_settings_file_without_promotion_reads_as_promotion_off() {
         let config = BenchConfig {
             suite: PathBuf::from("/suites/tiny.toml"),
+            suite_pin: None,
             methods: vec!["stock".into()],
             seeds: vec![1],
             rerun_seeds: vec![2],

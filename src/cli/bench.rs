@@ -113,6 +113,7 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     let k = args.seeds;
     let config = BenchConfig {
         suite: std::path::absolute(&suite).unwrap_or(suite),
+        suite_pin: None,
         methods: args.methods.clone(),
         seeds: (1..=k).collect(),
         rerun_seeds: if args.no_rerun {

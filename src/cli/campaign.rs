@@ -187,6 +187,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
     let suite = Suite::load(&suite_path)?;
     let config = RunConfig {
         suite: std::path::absolute(&suite_path).unwrap_or(suite_path),
+        suite_pin: None,
         islands: args.islands,
         rounds: match args.hours {
             Some(_) => args.rounds,

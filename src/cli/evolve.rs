@@ -192,6 +192,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
     });
     let config = RunConfig {
         suite: std::path::absolute(&suite_path).unwrap_or(suite_path),
+        suite_pin: None,
         islands: args.islands,
         rounds: match args.hours {
             Some(_) => args.rounds,

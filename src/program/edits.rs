@@ -15,6 +15,7 @@ use crate::stages::perturb::Perturb;
 use crate::stages::prune_regrow::PruneRegrow;
 use crate::stages::resample::{Resample, ResampleMethod};
 use crate::stages::sequential_lp::SequentialLp;
+use super::params::{collect_numbers, tune_range};
 use crate::stages::TuneRange;
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::seq::SliceRandom;
@@ -156,60 +157,6 @@ fn tune(program: &Program, range: f64, rng: &mut impl Rng) -> Option<(Program, S
     Some((edited, format!("tune {path}: {before} -> {after}")))
 }
 
-/// How the step at a parameter's path (`steps[0].body[1].inner.betas`) lets a tuning edit move
-/// that parameter, or `None` if it is not tunable.
-fn tune_range(program: &Program, path: &str) -> Option<TuneRange> {
-    let mut steps: &[Step] = &program.steps;
-    let mut rest = path;
-    loop {
-        let (head, tail) = rest.split_once('.')?;
-        let (key, index) = head.split_once('[')?;
-        if key != "steps" && key != "body" {
-            return None;
-        }
-        let step = steps.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
-        match step.action.body() {
-            Some(body) if tail.starts_with("body[") => {
-                steps = body;
-                rest = tail;
-            }
-            _ => return step.tune_range(tail),
-        }
-    }
-}
-
-/// Paths (`steps[2].betas`, `steps[0].body[1].iterations`) of the numeric parameters.
-fn collect_numbers(value: &toml::Value, path: String, out: &mut Vec<String>) {
-    match value {
-        toml::Value::Table(table) => {
-            for (key, v) in table {
-                let here = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
-                match v {
-                    toml::Value::Integer(_) | toml::Value::Float(_) => out.push(here),
-                    toml::Value::Array(items)
-                        if items.iter().all(|x| matches!(x, toml::Value::Float(_))) =>
-                    {
-                        if !items.is_empty() {
-                            out.push(here)
-                        }
-                    }
-                    _ => collect_numbers(v, here, out),
-                }
-            }
-        }
-        toml::Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                collect_numbers(v, format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Scales the number (or every number of the float array) at `path` within its range; returns
 /// before and after.
 fn scale_number(
@@ -241,8 +188,16 @@ fn scale_number(
     let before = node.to_string();
     match node {
         toml::Value::Integer(k) => {
-            let scaled = (*k as f64 * factor).round().max(1.0) as i64;
-            *k = if scaled == *k { *k + 1 } else { scaled };
+            let max = match range {
+                TuneRange::Count(max) => max.min(i64::MAX as u64) as i64,
+                _ => i64::MAX,
+            };
+            let scaled = (*k as f64 * factor).round().clamp(1.0, max as f64) as i64;
+            *k = match scaled == *k {
+                true if *k < max => *k + 1,
+                true => (*k - 1).max(1),
+                false => scaled,
+            };
         }
         toml::Value::Float(x) => *x = scale(*x),
         toml::Value::Array(items) => {
@@ -531,7 +486,7 @@ fn crossover(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
@@ -656,7 +611,7 @@ mod tests {
         );
         assert_eq!(
             tune_range(&all_kinds, "steps[12].body[0].times"),
-            Some(TuneRange::Count)
+            Some(TuneRange::Count(crate::program::step::MAX_REPEAT))
         );
         assert_eq!(
             tune_range(&all_kinds, "steps[2].inner.betas"),
@@ -664,8 +619,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn tuning_a_count_stays_within_its_bound() {
+        let program = Program::parse(
+            "name = \"p\"\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\nhistory = 500\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let mut tree = toml::Value::try_from(&program).unwrap();
+        let bound = TuneRange::Count(500);
+        let (before, after) = scale_number(&mut tree, "steps[0].history", bound, 4.0).unwrap();
+        assert_eq!((before.as_str(), after.as_str()), ("500", "499"));
+        let (_, after) = scale_number(&mut tree, "steps[0].history", bound, 1e9).unwrap();
+        assert_eq!(after, "500");
+        let edited: Program = tree.try_into().unwrap();
+        assert!(edited.check().is_ok());
+    }
+
     /// Every stage and block kind once, with every numeric parameter (defaults filled in).
-    const ALL_KINDS: &str = r#"
+    pub(crate) const ALL_KINDS: &str = r#"
 name = "all"
 
 [[steps]]

@@ -20,6 +20,7 @@
 //! ```
 
 pub mod edits;
+mod params;
 pub mod step;
 
 use crate::error::{MiloError, Result};
@@ -72,6 +73,7 @@ impl Program {
             return Err("steps: a program needs at least one step".into());
         }
         step::check_steps(&self.steps, "steps")?;
+        params::check_bounds(self)?;
         let shares: f64 = self.steps.iter().filter_map(|s| s.share).sum();
         if shares > 1.0 + 1e-12 {
             return Err(format!("steps: the budget shares add up to {shares} > 1"));

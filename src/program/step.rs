@@ -218,7 +218,7 @@ impl Step {
                 .action
                 .count()
                 .filter(|(name, _)| *name == key)
-                .map(|_| TuneRange::Count),
+                .map(|(name, _)| TuneRange::Count(block_count_max(name))),
         }
     }
 
@@ -244,6 +244,22 @@ impl Step {
             (None, Some(body)) => check_body(path, body),
             (None, None) => Ok(()),
         }
+    }
+}
+
+/// Most passes of a `repeat` block.
+pub const MAX_REPEAT: u64 = 10_000;
+/// Most passes without improvement an `until_stall` block waits.
+pub const MAX_PATIENCE: u64 = 1_000;
+/// Most independent runs of a `restarts` block (each holds a copy of the construction).
+pub const MAX_RESTARTS: u64 = 256;
+
+/// The upper bound of a block's count, by its key.
+fn block_count_max(key: &str) -> u64 {
+    match key {
+        "times" => MAX_REPEAT,
+        "patience" => MAX_PATIENCE,
+        _ => MAX_RESTARTS,
     }
 }
 

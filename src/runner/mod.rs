@@ -277,6 +277,11 @@ impl<'a> Runner<'a> {
             Action::Repeat(Repeat { times, body }) => {
                 let mut current = current;
                 for t in 0..*times {
+                    // A body that spends no evaluations never exhausts its share: the
+                    // deadline and Ctrl-C are checked between passes.
+                    if budget.exhausted().is_some() {
+                        break;
+                    }
                     let pass = budget.share(1.0 / (times - t) as f64);
                     current = self.run_steps(
                         body,
@@ -547,7 +552,10 @@ mod tests {
         assert_eq!(converged.trace.stopped, Some(StopReason::Converged));
         assert!(converged.evaluations < 1_000_000);
         // Never converges (patience beyond reach): only the budget stops it, and all of it is used.
-        let spent = run(&hops(1_000_000, 0.0), &settings(2_000));
+        let spent = run(
+            &hops(crate::program::step::MAX_PATIENCE as usize, 0.0),
+            &settings(2_000),
+        );
         assert_eq!(spent.trace.stopped, Some(StopReason::Evaluations));
         assert_eq!(spent.evaluations, 2_000);
         let cancel = CancelToken::new();

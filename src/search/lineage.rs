@@ -21,6 +21,10 @@ use std::path::{Path, PathBuf};
 pub struct RunConfig {
     /// The suite file.
     pub suite: PathBuf,
+    /// The suite's pin ([`crate::suite::Suite::pin`]), recorded when the run starts and checked
+    /// on resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_pin: Option<String>,
     /// Number of islands at the start.
     pub islands: usize,
     /// Rounds to run (None: until `hours` or forever).
@@ -375,7 +379,18 @@ impl LineageStore for JsonlLineage {
     }
 
     fn harness(&self, hash: &str) -> Result<Harness> {
-        Harness::load(&self.dir.join("harnesses").join(format!("{hash}.toml")))
+        let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
+        let harness = Harness::load(&path)?;
+        let content = harness.content_hash();
+        if content != hash {
+            return Err(MiloError::Malformed {
+                path,
+                message: format!(
+                    "a stored harness was edited: its name pins content {hash}, its content hashes to {content}"
+                ),
+            });
+        }
+        Ok(harness)
     }
 }
 
@@ -386,6 +401,7 @@ mod tests {
     fn config() -> RunConfig {
         RunConfig {
             suite: "s.toml".into(),
+            suite_pin: None,
             islands: 2,
             rounds: Some(3),
             hours: None,

@@ -77,8 +77,8 @@ const TUNABLE: &[Tunable] = &[
     Tunable::new("beta", TuneRange::Positive),
     Tunable::new("learning_rate", TuneRange::Positive),
     Tunable::new("gradient_noise", TuneRange::Positive),
-    Tunable::new("iterations", TuneRange::Count),
-    Tunable::new("patience", TuneRange::Count),
+    Tunable::new("iterations", TuneRange::Count(100_000_000)),
+    Tunable::new("patience", TuneRange::Count(10_000_000)),
 ];
 
 impl Stage for Adam {

@@ -46,7 +46,7 @@ fn default_rounds() -> usize {
 
 /// The tunable parameters of Dinkelbach's method: its rounds and its inner L-BFGS run's.
 const TUNABLE: &[Tunable] = &[
-    Tunable::new("rounds", TuneRange::Count),
+    Tunable::new("rounds", TuneRange::Count(10_000)),
     INNER_TUNABLE[0],
     INNER_TUNABLE[1],
     INNER_TUNABLE[2],

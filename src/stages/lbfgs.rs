@@ -44,8 +44,8 @@ pub(crate) fn default_iterations() -> u64 {
 /// The tunable parameters of an L-BFGS block.
 const TUNABLE: &[Tunable] = &[
     Tunable::new("betas", TuneRange::Positive),
-    Tunable::new("history", TuneRange::Count),
-    Tunable::new("iterations", TuneRange::Count),
+    Tunable::new("history", TuneRange::Count(500)),
+    Tunable::new("iterations", TuneRange::Count(10_000_000)),
 ];
 
 impl Lbfgs {
@@ -164,6 +164,6 @@ impl Lbfgs {
 /// The tunable parameters of an L-BFGS block nested under `inner` (Dinkelbach's inner run).
 pub(crate) const INNER_TUNABLE: &[Tunable] = &[
     Tunable::new("inner.betas", TuneRange::Positive),
-    Tunable::new("inner.history", TuneRange::Count),
-    Tunable::new("inner.iterations", TuneRange::Count),
+    Tunable::new("inner.history", TuneRange::Count(500)),
+    Tunable::new("inner.iterations", TuneRange::Count(10_000_000)),
 ];

@@ -47,8 +47,9 @@ pub enum TuneRange {
     Positive,
     /// A fraction, scaled then clamped to `[1e-6, 1]`.
     Fraction,
-    /// A count, scaled and rounded, at least 1 (and changed by at least one).
-    Count,
+    /// A count, scaled and rounded, in `[1, max]` (and changed by at least one); a program
+    /// stating more than `max` is refused when it is read.
+    Count(u64),
 }
 
 /// A parameter a tuning edit may scale: its key (dotted for a nested table, as in

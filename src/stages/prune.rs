@@ -63,11 +63,11 @@ fn default_history() -> usize {
 /// The tunable parameters of pruning.
 const TUNABLE: &[Tunable] = &[
     Tunable::new("fraction", TuneRange::Fraction),
-    Tunable::new("levels", TuneRange::Count),
+    Tunable::new("levels", TuneRange::Count(64)),
     Tunable::new("beta_floor", TuneRange::Positive),
     Tunable::new("beta_ceiling", TuneRange::Positive),
-    Tunable::new("iterations", TuneRange::Count),
-    Tunable::new("history", TuneRange::Count),
+    Tunable::new("iterations", TuneRange::Count(10_000_000)),
+    Tunable::new("history", TuneRange::Count(500)),
 ];
 
 impl Prune {

@@ -36,7 +36,7 @@ fn default_levels() -> usize {
 /// The tunable parameters of prune–regrow.
 const TUNABLE: &[Tunable] = &[
     Tunable::new("fraction", TuneRange::Fraction),
-    Tunable::new("levels", TuneRange::Count),
+    Tunable::new("levels", TuneRange::Count(64)),
 ];
 
 impl Stage for PruneRegrow {

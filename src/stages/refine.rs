@@ -72,14 +72,14 @@ fn default_history() -> usize {
 
 /// The tunable parameters of a refinement.
 const TUNABLE: &[Tunable] = &[
-    Tunable::new("factor", TuneRange::Count),
-    Tunable::new("max_n", TuneRange::Count),
+    Tunable::new("factor", TuneRange::Count(64)),
+    Tunable::new("max_n", TuneRange::Count(1 << 26)),
     Tunable::new("noise", TuneRange::Positive),
     Tunable::new("beta_floor", TuneRange::Positive),
     Tunable::new("beta_ceiling", TuneRange::Positive),
     Tunable::new("beta_step", TuneRange::Positive),
-    Tunable::new("iterations", TuneRange::Count),
-    Tunable::new("history", TuneRange::Count),
+    Tunable::new("iterations", TuneRange::Count(10_000_000)),
+    Tunable::new("history", TuneRange::Count(500)),
 ];
 
 /// `floor, floor·step, floor·step², …` while at most `ceiling` (with a relative slack of 1e-9,

@@ -43,7 +43,7 @@ fn default_noise() -> f64 {
 
 /// The tunable parameters of a resolution change.
 const TUNABLE: &[Tunable] = &[
-    Tunable::new("factor", TuneRange::Count),
+    Tunable::new("factor", TuneRange::Count(64)),
     Tunable::new("noise", TuneRange::Positive),
 ];
 

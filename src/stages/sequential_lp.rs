@@ -69,9 +69,9 @@ fn default_steps() -> usize {
 
 /// The tunable parameters of sequential LP.
 const TUNABLE: &[Tunable] = &[
-    Tunable::new("active_lags", TuneRange::Count),
+    Tunable::new("active_lags", TuneRange::Count(2_000)),
     Tunable::new("trust_radius", TuneRange::Positive),
-    Tunable::new("steps", TuneRange::Count),
+    Tunable::new("steps", TuneRange::Count(100_000)),
 ];
 
 impl Stage for SequentialLp {

@@ -265,9 +265,27 @@ pub struct Suite {
     pub starts: Vec<Arc<Start>>,
     /// Every task: starts × programs × seeds (then validation seeds), in that nesting order.
     pub tasks: Vec<Task>,
+    /// sha256 of the suite's text and its programs (the starts are pinned in the text): a run
+    /// records it and refuses to resume on a suite that changed.
+    pub pin: String,
 }
 
 impl Suite {
+    /// Checks that the suite is the one a run or benchmark started with (`recorded`: the pin it
+    /// recorded; `None` for records older than pins, taken as they are).
+    pub fn check_pin(&self, recorded: Option<&str>) -> Result<()> {
+        match recorded {
+            Some(pin) if pin != self.pin => Err(MiloError::Malformed {
+                path: self.path.clone(),
+                message: format!(
+                    "the suite or one of its programs changed since the run started (pinned sha256 {pin}, now {}); restore it, or start a new run",
+                    self.pin
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Reads, checks and verifies a suite file.
     pub fn load(path: &Path) -> Result<Suite> {
         let text = std::fs::read_to_string(path).map_err(|source| MiloError::Io {
@@ -297,6 +315,12 @@ impl Suite {
             None => best.exact.clone(),
         };
         let budget = file.budget;
+        let mut pinned = text.to_string();
+        for (_, program) in &programs {
+            pinned.push('\n');
+            pinned.push_str(&program.to_toml());
+        }
+        let pin = sha256_hex(pinned.as_bytes());
         let mut tasks = Vec::new();
         for start in &starts {
             for (program_path, program) in &programs {
@@ -328,6 +352,7 @@ impl Suite {
             record_given: file.record.is_some(),
             starts,
             tasks,
+            pin,
         })
     }
 

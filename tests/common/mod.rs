@@ -140,3 +140,47 @@ pub fn tiny_suite(dir: &Path) -> PathBuf {
     .unwrap();
     suite
 }
+
+/// The records of a JSON-lines file with the measured (machine-dependent) fields removed:
+/// `cpu_seconds`, `wall_seconds` and `at`, at every depth.
+pub fn comparable_lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{}: not a JSON line ({e}): {line}", path.display()));
+            scrub(&mut record);
+            record
+        })
+        .collect()
+}
+
+/// A run's lineage records, measured fields removed (see [`comparable_lines`]).
+pub fn comparable_records(run_dir: &Path) -> Vec<serde_json::Value> {
+    comparable_lines(&run_dir.join("lineage.jsonl"))
+}
+
+fn scrub(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("cpu_seconds");
+            map.remove("wall_seconds");
+            map.remove("at");
+            map.values_mut().for_each(scrub);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(scrub),
+        _ => {}
+    }
+}
+
+/// Node records in a run's lineage so far (0 when it does not exist yet).
+pub fn node_lines(run_dir: &Path) -> usize {
+    std::fs::read_to_string(run_dir.join("lineage.jsonl"))
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.contains("\"record\":\"node\""))
+                .count()
+        })
+        .unwrap_or(0)
+}

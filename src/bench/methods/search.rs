@@ -113,6 +113,7 @@ impl Method for SearchVariant {
         } else {
             let config = RunConfig {
                 suite: ctx.suite.path.clone(),
+                suite_pin: None,
                 islands: self.islands,
                 rounds: None,
                 hours: None,

@@ -40,7 +40,7 @@ use super::promotion;
 use super::round_tasks::{self, Slot};
 use super::state::SearchState;
 use crate::cancel::CancelToken;
-use crate::error::Result;
+use crate::error::{MiloError, Result};
 use crate::harness::Harness;
 use crate::suite::{Start, Suite, Task};
 use num_rational::BigRational;
@@ -120,6 +120,10 @@ impl Search {
         cancel: CancelToken,
     ) -> Result<Search> {
         let suite = Suite::load(&config.suite)?;
+        let config = RunConfig {
+            suite_pin: Some(suite.pin.clone()),
+            ..config
+        };
         let mut store = create_store(&config.lineage_store, dir)?;
         let record = LineageRecord::Started(config);
         store.append(&record)?;
@@ -132,6 +136,8 @@ impl Search {
         let (store, config, records) = open_store(dir)?;
         let parts = Parts::named(&config, jobs, dir)?;
         let suite = Suite::load(&config.suite)?;
+        suite.check_pin(config.suite_pin.as_deref())?;
+        check_unique_nodes(dir, &records)?;
         Search::assemble(suite, dir, store, &records, parts, cancel)
     }
 
@@ -242,6 +248,11 @@ impl Search {
                     self.step(island, round, observer)?;
                 }
             }
+            // A step cancelled midway recorded nothing: the round is not over, and a resumed
+            // run redoes that step before it ends the round.
+            if self.cancel.is_cancelled() {
+                return Ok(Stop::Interrupted);
+            }
             self.record(LineageRecord::RoundEnd { round })?;
             observer.round_end(&self.state, round);
         }
@@ -304,6 +315,27 @@ impl Search {
         self.state.apply(&record);
         Ok(())
     }
+}
+
+/// Refuses a lineage in which a node id is recorded twice (a copied line, two writers): replaying
+/// it would give two nodes one id.
+fn check_unique_nodes(dir: &Path, records: &[LineageRecord]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for (line, record) in records.iter().enumerate() {
+        if let LineageRecord::Node(node) = record {
+            if !seen.insert(node.id.as_str()) {
+                return Err(MiloError::Malformed {
+                    path: dir.join(super::lineage::LINEAGE_FILE),
+                    message: format!(
+                        "record {}: node {} is recorded twice; the lineage was edited or written by two processes",
+                        line + 1,
+                        node.id
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A unified diff of two harness texts.

@@ -189,6 +189,7 @@ fn run_with(
 ) -> (Search, Stop, Script) {
     let mut config = RunConfig {
         suite: SUITE.into(),
+        suite_pin: None,
         islands: 1,
         rounds: Some(rounds),
         hours: None,

@@ -21,6 +21,7 @@ impl Lineage {
     pub(super) fn new(islands: usize, patience: usize) -> Lineage {
         let config = RunConfig {
             suite: "suite.toml".into(),
+            suite_pin: None,
             islands,
             rounds: None,
             hours: None,

@@ -1,0 +1,242 @@
+//! Ctrl-C (SIGINT) and SIGKILL at random moments of `milo evolve` and `milo bench`, each run
+//! then resumed (`--resume`) until it finishes: the records must equal an uninterrupted run's,
+//! with no lost or duplicated line.
+//!
+//! Trials per command and signal: `MILO_INTERRUPT_TRIALS` (default 2, so CI stays quick); the
+//! promise in the README was measured with `MILO_INTERRUPT_TRIALS=20 cargo test --release --test
+//! interrupt_resume -- --nocapture`. The moments are drawn from the trial's index, uniformly over
+//! the uninterrupted run's duration; a signal that lands after the run finished still counts (the
+//! resume then must change nothing).
+
+mod common;
+
+use common::{comparable_lines, milo, tiny_suite};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long an interrupted command may take to wind down after SIGINT.
+const WIND_DOWN: Duration = Duration::from_secs(120);
+
+fn trials() -> usize {
+    std::env::var("MILO_INTERRUPT_TRIALS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(2)
+}
+
+/// A fraction in [0, 1) drawn from `seed` (splitmix64).
+fn fraction(seed: u64) -> f64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) as f64 / 2f64.powi(64)
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Signal {
+    Int,
+    Kill,
+}
+
+/// Starts `args`, sends `signal` after `delay`, and waits for the process to end; whether the
+/// signal reached a running process.
+fn interrupt(args: &[String], delay: Duration, signal: Signal) -> bool {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + delay;
+    while Instant::now() < until {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if child.try_wait().unwrap().is_some() {
+        return false;
+    }
+    match signal {
+        Signal::Kill => child.kill().unwrap(),
+        Signal::Int => {
+            let sent = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+        }
+    }
+    let deadline = Instant::now() + WIND_DOWN;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            if let Signal::Int = signal {
+                // Ctrl-C ends the command quietly, never by a panic or a write failure.
+                assert!(
+                    status.code().is_some_and(|c| c == 0 || c == 130),
+                    "SIGINT ended it with {status}"
+                );
+            }
+            return true;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running {WIND_DOWN:?} after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every JSON-lines record and summary under `dir`, measured fields removed, by relative path.
+fn comparable_tree(dir: &Path) -> Vec<(PathBuf, Vec<Value>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl")
+                || path.file_name().is_some_and(|n| n == "best.json")
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let lines = comparable_lines(&f);
+            (f.strip_prefix(dir).unwrap().to_path_buf(), lines)
+        })
+        .collect()
+}
+
+/// Runs `fresh(dir)` once whole, then per trial interrupts it at a random moment (a second
+/// interruption of the resume in every other trial) and resumes with `resume(dir)` until it ends
+/// with exit 0; the trees must be equal.
+fn check(
+    name: &str,
+    fresh: impl Fn(&Path) -> Vec<String>,
+    resume: impl Fn(&Path) -> Vec<String>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    let started = Instant::now();
+    let args = fresh(&whole);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = milo(&refs);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let duration = started.elapsed();
+    let expected = comparable_tree(&whole);
+    assert!(!expected.is_empty());
+    let mut landed = 0;
+    for signal in [Signal::Int, Signal::Kill] {
+        for trial in 0..trials() {
+            let run_dir = dir.path().join(format!("{signal:?}-{trial}"));
+            let seed = trial as u64 * 2 + matches!(signal, Signal::Kill) as u64;
+            let delay = duration.mul_f64(fraction(seed));
+            landed += interrupt(&fresh(&run_dir), delay, signal) as usize;
+            if trial % 2 == 1 {
+                let delay = duration.mul_f64(fraction(seed + 1000) * 0.5);
+                landed += interrupt(&resume(&run_dir), delay, signal) as usize;
+            }
+            let args = resume(&run_dir);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let resumed = milo(&refs);
+            assert_eq!(resumed.code, 0, "{name} {signal:?} trial {trial}: {}", resumed.stderr);
+            let got = comparable_tree(&run_dir);
+            let paths = |t: &[(PathBuf, Vec<Value>)]| -> Vec<PathBuf> {
+                t.iter().map(|(p, _)| p.clone()).collect()
+            };
+            assert_eq!(paths(&got), paths(&expected), "{name} {signal:?} trial {trial}");
+            for ((path, lines), (_, want)) in got.iter().zip(&expected) {
+                assert_eq!(
+                    lines.len(),
+                    want.len(),
+                    "{name} {signal:?} trial {trial}: {} has {} records, the whole run {}",
+                    path.display(),
+                    lines.len(),
+                    want.len()
+                );
+                for (i, (line, want)) in lines.iter().zip(want).enumerate() {
+                    assert_eq!(
+                        line,
+                        want,
+                        "{name} {signal:?} trial {trial}: {} record {i} differs",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{name}: {} trials per signal, {landed} signals reached a running process, every resume equal to the whole run ({duration:.1?} uninterrupted)",
+        trials()
+    );
+}
+
+#[test]
+fn evolve_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let suite = suite.to_str().unwrap().to_string();
+    check(
+        "evolve",
+        |run_dir| {
+            [
+                "evolve",
+                "--suite",
+                &suite,
+                "--run-dir",
+                run_dir.to_str().unwrap(),
+                "--islands",
+                "2",
+                "--rounds",
+                "3",
+                "--seed",
+                "5",
+                "--patience",
+                "1",
+                "--tasks-per-round",
+                "4",
+                "--promote-discoveries",
+            ]
+            .map(String::from)
+            .to_vec()
+        },
+        |run_dir| vec!["evolve".into(), "--resume".into(), run_dir.display().to_string()],
+    );
+}
+
+#[test]
+fn bench_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let suite = suite.to_str().unwrap().to_string();
+    check(
+        "bench",
+        |out| {
+            [
+                "bench",
+                "--suite",
+                &suite,
+                "--methods",
+                "alphaevolve,milo",
+                "--seeds",
+                "1",
+                "--no-rerun",
+                "--budget",
+                "0.3",
+                "--out",
+                out.to_str().unwrap(),
+            ]
+            .map(String::from)
+            .to_vec()
+        },
+        |out| vec!["bench".into(), "--resume".into(), out.display().to_string()],
+    );
+}
