@@ -1,11 +1,13 @@
 //! `milo evolve` end to end on a tiny generated suite: a run killed with SIGKILL and resumed
 //! has the same lineage as an uninterrupted run with the same seed, with no lost or duplicated
-//! nodes, discoveries promoted to starts included; `milo lineage --json` reads it back.
+//! nodes, discoveries promoted to starts included; `milo lineage --json` reads it back; without
+//! `--suite` a run writes the embedded default suite into its directory and runs on that.
 
 mod common;
 
 use common::{comparable_records, milo, node_lines, tiny_suite};
 use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -290,4 +292,41 @@ fn parts_chosen_by_name_are_recorded_and_used_and_unknown_names_are_refused() {
         .collect();
     assert!(!children.is_empty());
     assert!(children.iter().all(|n| n["mutator"] == "structural"));
+}
+
+#[test]
+fn without_suite_the_embedded_default_suite_is_written_into_the_run_and_resumes_from_there() {
+    // Run from an empty directory, so nothing of the source tree is at hand.
+    let cwd = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_milo"))
+            .current_dir(cwd.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let settings = [
+        "--run-dir",
+        "r",
+        "--islands",
+        "1",
+        "--rounds",
+        "1",
+        "--tasks-per-round",
+        "1",
+    ];
+    let started = run(&[&["evolve"], &settings[..]].concat());
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    let suite = cwd.path().join("r/default-suite/problems/suites/default.toml");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("problems/suites/default.toml");
+    assert_eq!(std::fs::read(&suite).unwrap(), std::fs::read(source).unwrap());
+    let lineage = std::fs::read_to_string(cwd.path().join("r/lineage.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(lineage.lines().next().unwrap()).unwrap();
+    assert_eq!(Path::new(first["suite"].as_str().unwrap()), suite);
+    // Starting again in the same directory is refused before anything is written.
+    let again = run(&[&["evolve"], &settings[..]].concat());
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a run"));
+    let resumed = run(&["evolve", "--resume", "r"]);
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
 }

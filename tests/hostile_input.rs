@@ -476,3 +476,41 @@ fn a_second_process_on_a_run_or_bench_directory_is_refused_naming_the_holder() {
     let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
 }
+
+#[test]
+fn program_counts_past_their_bounds_are_refused_naming_path_bound_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let lbfgs = "kind = \"lbfgs\"\nparameterisation = \"raw\"\nbetas = [1e3]\niterations = 10\n";
+    for (label, body, needles) in [
+        (
+            "history",
+            format!("[[steps]]\n{lbfgs}history = 1000000000\n"),
+            ["steps[0].history", "at most 500", "1000000000"],
+        ),
+        (
+            "repeat",
+            format!(
+                "[[steps]]\nkind = \"repeat\"\ntimes = 9223372036854775807\n\n\
+                 [[steps.body]]\n{lbfgs}history = 5\n"
+            ),
+            ["steps[0].times", "at most 10000", "9223372036854775807"],
+        ),
+    ] {
+        let program = dir.path().join(format!("{label}.toml"));
+        std::fs::write(&program, format!("name = \"{label}\"\n\n{body}")).unwrap();
+        let run = milo(&[
+            "optimize",
+            FIRST,
+            "--start",
+            &start,
+            "--program",
+            program.to_str().unwrap(),
+            "--evaluations",
+            "20",
+            "--out",
+            dir.path().join(format!("{label}.out.json")).to_str().unwrap(),
+        ]);
+        expect_failure(&run, EXIT_INPUT, &needles);
+    }
+}

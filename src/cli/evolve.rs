@@ -9,11 +9,13 @@ use crate::search::archive::search_evaluations;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
 use crate::search::lineage::{
-    EventRecord, FailureRecord, Move, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+    already_holds_a_run, EventRecord, FailureRecord, Move, NodeRecord, RunConfig,
+    DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::search::state::SearchState;
+use crate::suite::embedded::write_default_suite;
 use crate::suite::Suite;
 use std::path::{Path, PathBuf};
 
@@ -63,14 +65,11 @@ impl SlurmArgs {
     }
 }
 
-/// The suite `milo evolve` runs on without `--suite`.
-pub const DEFAULT_SUITE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/problems/suites/default.toml");
-
 /// Arguments of `milo evolve`.
 #[derive(clap::Args, Debug)]
 pub struct EvolveArgs {
-    /// The task suite (default: problems/suites/default.toml, third autocorrelation inequality).
+    /// The task suite (default: the suite embedded in milo, problems/suites/default.toml, third
+    /// autocorrelation inequality, written into the run directory's default-suite/).
     #[arg(long, value_name = "FILE")]
     suite: Option<PathBuf>,
     /// Where the lineage, harnesses and discoveries go (default: runs/evolve-<UTC time>).
@@ -181,15 +180,17 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
             )));
         }
     }
-    let suite_path = args
-        .suite
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SUITE));
-    let suite = Suite::load(&suite_path)?;
     let dir = args.run_dir.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         PathBuf::from("runs").join(format!("evolve-{}", now.replace(':', "-")))
     });
+    let suite_path = match &args.suite {
+        Some(path) => path.clone(),
+        // A directory holding a run gets nothing written into it.
+        None if dir.join(LINEAGE_FILE).exists() => return Err(already_holds_a_run(&dir)),
+        None => write_default_suite(&dir)?,
+    };
+    let suite = Suite::load(&suite_path)?;
     let config = RunConfig {
         suite: std::path::absolute(&suite_path).unwrap_or(suite_path),
         suite_pin: None,

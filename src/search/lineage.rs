@@ -322,18 +322,22 @@ pub struct JsonlLineage {
 /// Name of the record file in a run directory.
 pub const LINEAGE_FILE: &str = "lineage.jsonl";
 
+/// The error for starting a run in a directory that holds one.
+pub fn already_holds_a_run(dir: &Path) -> MiloError {
+    MiloError::Usage(format!(
+        "{} already holds a run; resume it with --resume {}",
+        dir.display(),
+        dir.display()
+    ))
+}
+
 impl JsonlLineage {
     /// Creates a new run directory's lineage; an error if one already exists there.
     pub fn create(dir: &Path) -> Result<JsonlLineage> {
         std::fs::create_dir_all(dir.join("harnesses")).map_err(write_error(dir))?;
         let lock = DirLock::acquire(dir)?;
-        let log = AppendLog::create(&dir.join(LINEAGE_FILE))?.ok_or_else(|| {
-            MiloError::Usage(format!(
-                "{} already holds a run; resume it with --resume {}",
-                dir.display(),
-                dir.display()
-            ))
-        })?;
+        let log =
+            AppendLog::create(&dir.join(LINEAGE_FILE))?.ok_or_else(|| already_holds_a_run(dir))?;
         Ok(JsonlLineage {
             dir: dir.to_path_buf(),
             log,

@@ -26,6 +26,7 @@
 //! split = "search"                # or "validation" (default "search")
 //! ```
 
+pub mod embedded;
 pub mod freeze;
 
 use crate::cancel::CancelToken;

@@ -234,6 +234,11 @@ impl Search {
             }
         }
         loop {
+            // An island whose seeding was cancelled recorded nothing: round 0 is not over, so
+            // nothing may be promoted from it yet.
+            if self.cancel.is_cancelled() {
+                return Ok(Stop::Interrupted);
+            }
             self.promote(self.state.rounds_done, observer)?;
             self.consult_if_due(observer)?;
             let round = self.state.rounds_done + 1;

@@ -65,7 +65,7 @@ impl Search {
     }
 
     /// Evaluates `harness` on `tasks` (of `round`) with the run's writer through the executor,
-    /// saving discoveries and candidate starts; reuses an identical earlier evaluation (same
+    /// saving discoveries and candidate starts (not when cancelled); reuses an identical earlier evaluation (same
     /// harness, same tasks) from the lineage, marked as reused.
     fn evaluate(
         &mut self,
@@ -118,6 +118,11 @@ impl Search {
             Ok(done) => done,
             Err(failure) => return Ok(Evaluated::Failed(failure)),
         };
+        // A cancelled evaluation stopped early: what it found is not what the run will find
+        // when it resumes and evaluates again, so none of it is saved.
+        if self.cancel.is_cancelled() {
+            return Ok(Evaluated::Cancelled);
+        }
         if tasks.iter().all(|t| t.split == Split::Search) {
             self.save_candidate_starts(round, &mut evaluation, &improvements)?;
         }
@@ -136,10 +141,7 @@ impl Search {
             }
             self.save_best(improvement, &hash, node)?;
         }
-        Ok(match self.cancel.is_cancelled() {
-            true => Evaluated::Cancelled,
-            false => Evaluated::Done(evaluation),
-        })
+        Ok(Evaluated::Done(evaluation))
     }
 
     /// Evaluates `harness` on the run's validation tasks (held-out starts and seeds).
