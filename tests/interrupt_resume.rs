@@ -118,11 +118,7 @@ fn comparable_tree(dir: &Path) -> Vec<(PathBuf, Vec<Value>)> {
 /// Runs `fresh(dir)` once whole, then per trial interrupts it at a random moment (a second
 /// interruption of the resume in every other trial) and resumes with `resume(dir)` until it ends
 /// with exit 0; the trees must be equal.
-fn check(
-    name: &str,
-    fresh: impl Fn(&Path) -> Vec<String>,
-    resume: impl Fn(&Path) -> Vec<String>,
-) {
+fn check(name: &str, fresh: impl Fn(&Path) -> Vec<String>, resume: impl Fn(&Path) -> Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole");
     let started = Instant::now();
@@ -147,12 +143,20 @@ fn check(
             let args = resume(&run_dir);
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let resumed = milo(&refs);
-            assert_eq!(resumed.code, 0, "{name} {signal:?} trial {trial}: {}", resumed.stderr);
+            assert_eq!(
+                resumed.code, 0,
+                "{name} {signal:?} trial {trial}: {}",
+                resumed.stderr
+            );
             let got = comparable_tree(&run_dir);
             let paths = |t: &[(PathBuf, Vec<Value>)]| -> Vec<PathBuf> {
                 t.iter().map(|(p, _)| p.clone()).collect()
             };
-            assert_eq!(paths(&got), paths(&expected), "{name} {signal:?} trial {trial}");
+            assert_eq!(
+                paths(&got),
+                paths(&expected),
+                "{name} {signal:?} trial {trial}"
+            );
             for ((path, lines), (_, want)) in got.iter().zip(&expected) {
                 assert_eq!(
                     lines.len(),
@@ -208,7 +212,13 @@ fn evolve_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
             .map(String::from)
             .to_vec()
         },
-        |run_dir| vec!["evolve".into(), "--resume".into(), run_dir.display().to_string()],
+        |run_dir| {
+            vec![
+                "evolve".into(),
+                "--resume".into(),
+                run_dir.display().to_string(),
+            ]
+        },
     );
 }
 

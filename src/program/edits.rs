@@ -5,6 +5,7 @@
 //! Every edit returns a program that passes [`Program::check`], or `None` when it does not apply
 //! (nothing to delete, no parameter to tune, no library program to cross with).
 
+use super::params::{collect_numbers, tune_range};
 use super::{Action, KeepBest, Program, Restarts, Step, UntilStall};
 use crate::objective::SmoothMaxName;
 use crate::problems::Problem;
@@ -15,7 +16,6 @@ use crate::stages::perturb::Perturb;
 use crate::stages::prune_regrow::PruneRegrow;
 use crate::stages::resample::{Resample, ResampleMethod};
 use crate::stages::sequential_lp::SequentialLp;
-use super::params::{collect_numbers, tune_range};
 use crate::stages::TuneRange;
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::seq::SliceRandom;

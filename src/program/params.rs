@@ -94,7 +94,6 @@ pub(crate) fn collect_numbers(value: &toml::Value, path: String, out: &mut Vec<S
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,10 +118,18 @@ mod tests {
                       [[steps.body]]\nkind = \"restarts\"\ncount = 2\n\
                       [[steps.body.body]]\nkind = \"resample\"\nmethod = \"pool\"\n";
         let err = parse(nested).unwrap_err();
-        assert!(err.contains("steps[0].times: must be at most 10000"), "{err}");
-        let restarts = nested.replace("9223372036854775807", "2").replace("count = 2", "count = 1000000000000");
+        assert!(
+            err.contains("steps[0].times: must be at most 10000"),
+            "{err}"
+        );
+        let restarts = nested
+            .replace("9223372036854775807", "2")
+            .replace("count = 2", "count = 1000000000000");
         let err = parse(&restarts).unwrap_err();
-        assert!(err.contains("steps[0].body[0].count: must be at most 256"), "{err}");
+        assert!(
+            err.contains("steps[0].body[0].count: must be at most 256"),
+            "{err}"
+        );
     }
 
     #[test]
