@@ -19,6 +19,7 @@ use crate::arena::rules::Verdict;
 use crate::arena::send::Submitted;
 use crate::arena::submit::{check, send, Checked};
 use crate::arena::{ApiKey, ArenaClient};
+use crate::bounded_read::{read_bytes_capped, CONFIG_CAP, CONSTRUCTION_CAP};
 use crate::construction::read_values;
 use crate::error::{write_error, MiloError, Result};
 use crate::exact::rational::{decimal_string, from_f64, to_f64, SCORE_DIGITS};
@@ -258,7 +259,7 @@ impl Campaign {
         let copy = self.dir.join("submissions");
         std::fs::create_dir_all(&copy).map_err(write_error(&copy))?;
         let file = copy.join(format!("{}.json", decimal_string(&exact, SCORE_DIGITS)));
-        let bytes = std::fs::read(&best).map_err(io(&best))?;
+        let bytes = read_bytes_capped(&best, CONSTRUCTION_CAP, "construction")?;
         crate::atomic_file::write(&file, &bytes)?;
         let checked = check(
             &self.client,
@@ -294,7 +295,7 @@ impl Campaign {
 /// The settings of the campaign in `dir`.
 pub fn read_settings(dir: &Path) -> Result<CampaignSettings> {
     let path = dir.join(CAMPAIGN_FILE);
-    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let bytes = read_bytes_capped(&path, CONFIG_CAP, "campaign settings")?;
     serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
         path,
         message: format!("not a campaign's settings: {e}"),

@@ -6,23 +6,22 @@
 //! numbers beyond float64 range) is reported as an invalid construction with its index; text that
 //! is not JSON at all is reported as a malformed file with line and column.
 
+use crate::bounded_read::{gunzip_capped, read_bytes_capped, CONSTRUCTION_CAP};
 use crate::error::{MiloError, Result, Violation};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Label used in violations found while reading, before any problem is known.
 const FILE_RULES: &str = "construction file";
 
-/// Reads the values of a construction file (JSON or gzipped JSON).
+/// Reads the values of a construction file (JSON or gzipped JSON), at most
+/// [`CONSTRUCTION_CAP`] bytes before and after gunzip.
 pub fn read_values(path: &Path) -> Result<Vec<f64>> {
-    let bytes = std::fs::read(path).map_err(|source| MiloError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = read_bytes_capped(path, CONSTRUCTION_CAP, "construction")?;
     let text = decode_text(path, bytes)?;
     parse_values(&text).map_err(|e| match e {
         ParseError::Invalid(v) => MiloError::Invalid(v),
@@ -73,11 +72,7 @@ fn decode_text(path: &Path, bytes: Vec<u8>) -> Result<String> {
         message,
     };
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::MultiGzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .map_err(|e| malformed(format!("not a readable gzip stream: {e}")))?;
-        out
+        gunzip_capped(path, &bytes, CONSTRUCTION_CAP, "construction")?
     } else {
         bytes
     };

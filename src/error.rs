@@ -10,7 +10,7 @@
 //! | 3 | invalid construction: read, but it breaks a rule of the problem (NaN, a negative value…) |
 //! | 4 | remote: the arena server was unreachable or gave an unusable answer |
 //! | 5 | mismatch: a pulled entry's arena score disagrees with the exact re-verification |
-//! | 6 | unreadable or malformed input: a file is missing, unreadable, or not the expected format |
+//! | 6 | unreadable or malformed input: a file is missing, unreadable, not the expected format, or past its size cap |
 //! | 7 | write failure: a file or directory could not be written (full disk, no permission…) |
 //! | 8 | busy: another milo process holds the run or benchmark directory's lock |
 //! | 9 | would be dropped: the arena's rules would reject or discard a submission (not sent) |
@@ -31,7 +31,8 @@ pub const EXIT_REMOTE: i32 = 4;
 /// Exit code of `milo arena pull` when every pulled entry is valid but some arena score disagrees
 /// with the exact re-verification (an invalid entry gives [`EXIT_INVALID`] instead).
 pub const EXIT_MISMATCH: i32 = 5;
-/// Exit code for an input file that is missing, unreadable or malformed (bad JSON, TOML, gzip…).
+/// Exit code for an input file that is missing, unreadable, malformed (bad JSON, TOML, gzip…) or
+/// past its size cap (see [`crate::bounded_read`]).
 pub const EXIT_INPUT: i32 = 6;
 /// Exit code when a file or directory could not be written (full disk, permissions, a closed
 /// directory…).
@@ -129,7 +130,8 @@ pub enum MiloError {
         /// The holder's process id, as it wrote it into the lock file (if readable).
         pid: Option<u32>,
     },
-    /// A file was read but is not well-formed (bad JSON, bad gzip, bad TOML…).
+    /// A file was read but is not well-formed (bad JSON, bad gzip, bad TOML…) or is past its size
+    /// cap.
     #[error("{path}: {message}")]
     Malformed {
         /// The file.
@@ -162,6 +164,12 @@ impl MiloError {
             MiloError::Write { .. } => EXIT_WRITE,
             MiloError::Busy { .. } => EXIT_BUSY,
         }
+    }
+
+    /// Whether this is a read of a file that does not exist (for callers to which a missing file
+    /// means "nothing yet").
+    pub fn is_missing_file(&self) -> bool {
+        matches!(self, MiloError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
     }
 }
 

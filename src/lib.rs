@@ -6,6 +6,7 @@
 //! - [`construction`]: reading and writing construction files;
 //! - [`atomic_file`]: every file milo rewrites is replaced atomically (temporary sibling, sync,
 //!   rename);
+//! - [`bounded_read`]: every file milo reads is read under a size cap (gunzipped size included);
 //! - [`arena`]: the EinsteinArena client: `pull` (saved, re-verified leaderboards), `submit`
 //!   (exact pre-checks against the live rules, inline or blob, a ledger), `status`;
 //! - [`dir_lock`]: one process at a time on a run or benchmark directory (`milo.lock`);
@@ -36,6 +37,7 @@ pub mod agent;
 pub mod arena;
 pub mod atomic_file;
 pub mod bench;
+pub mod bounded_read;
 pub mod campaign;
 pub mod cancel;
 pub mod cli;

@@ -5,11 +5,12 @@
 //! cuts it off the file so appends continue on a clean line. A bad line before the last is
 //! corruption, reported with its line number.
 
+use crate::bounded_read::{past_cap, RECORD_LINE_CAP};
 use crate::error::{read_error, write_error, MiloError, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -65,18 +66,23 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
 
 /// Reads the records of a file and the byte length of its complete lines. A last line without
 /// its newline, or that does not parse, is a torn write and is dropped; a bad line before the
-/// last is corruption and an error naming the line.
+/// last is corruption and an error naming the line; a line longer than [`RECORD_LINE_CAP`] is an
+/// error naming the line and the cap (the file is read line by line, so one line bounds memory
+/// beyond the records themselves).
 pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
     let file = File::open(path).map_err(read_error(path))?;
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut good = 0u64;
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut number = 0;
     let mut pending_error: Option<String> = None;
     loop {
         line.clear();
-        let read = reader.read_line(&mut line).map_err(read_error(path))?;
+        let read = (&mut reader)
+            .take(RECORD_LINE_CAP + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(read_error(path))?;
         if read == 0 {
             break;
         }
@@ -87,10 +93,13 @@ pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
                 message,
             });
         }
-        if !line.ends_with('\n') {
+        if !line.ends_with(b"\n") {
+            if read as u64 > RECORD_LINE_CAP {
+                return Err(past_cap(path, &format!("line {number}"), RECORD_LINE_CAP));
+            }
             break;
         }
-        match serde_json::from_str::<T>(line.trim_end()) {
+        match serde_json::from_slice::<T>(line.trim_ascii_end()) {
             Ok(record) => {
                 records.push(record);
                 good += read as u64;
@@ -106,4 +115,32 @@ pub fn unix_seconds() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_past_its_cap_is_refused_naming_the_line_and_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        std::fs::write(&path, "{\"n\": 1}\n").unwrap();
+        // A second line of zero bytes (sparse), one byte longer than the cap, without a newline.
+        let file = OpenOptions::new().append(true).open(&path).unwrap();
+        let first_line = file.metadata().unwrap().len();
+        file.set_len(first_line + RECORD_LINE_CAP + 1).unwrap();
+        let message = read_records::<serde_json::Value>(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("line 2 is past its size cap of 256 MiB"),
+            "{message}"
+        );
+        // One byte shorter, it is a torn last line: dropped, the first record kept.
+        file.set_len(first_line + RECORD_LINE_CAP).unwrap();
+        let (records, good) = read_records::<serde_json::Value>(&path).unwrap();
+        assert_eq!(records, [serde_json::json!({"n": 1})]);
+        assert_eq!(good, first_line);
+    }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 use common::{milo, tiny_suite, Run};
+use milo::bounded_read::{size_text, CONFIG_CAP, CONSTRUCTION_CAP};
 use milo::error::{EXIT_BUSY, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -131,9 +132,21 @@ fn freeze(dir: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
 /// Runs `milo` with files limited to `kib` KiB (SIGXFSZ ignored, so a write past the limit fails
 /// with EFBIG as on a full disk).
 fn milo_with_file_limit(kib: u32, args: &[String]) -> Run {
+    milo_after(&format!("trap '' XFSZ; ulimit -f {kib}"), args)
+}
+
+/// Runs `milo` with its virtual memory limited to about 2 GB, so reading a whole 2 GB file, or
+/// growing a 1 GiB buffer by doubling, fails.
+fn milo_with_memory_limit(args: &[&str]) -> Run {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    milo_after("ulimit -v 2000000", &args)
+}
+
+/// Runs `milo` with arguments from a shell, after the shell commands `setup` (limits).
+fn milo_after(setup: &str, args: &[String]) -> Run {
     let out = Command::new("bash")
         .arg("-c")
-        .arg(format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\""))
+        .arg(format!("{setup}; exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_milo"))
         .args(args)
         .output()
@@ -509,8 +522,108 @@ fn program_counts_past_their_bounds_are_refused_naming_path_bound_and_value() {
             "--evaluations",
             "20",
             "--out",
-            dir.path().join(format!("{label}.out.json")).to_str().unwrap(),
+            dir.path()
+                .join(format!("{label}.out.json"))
+                .to_str()
+                .unwrap(),
         ]);
         expect_failure(&run, EXIT_INPUT, &needles);
     }
+}
+
+/// The one-line error of a `what` file past `cap`.
+fn past_cap(what: &str, cap: u64) -> String {
+    format!("{what} is past its size cap of {}", size_text(cap))
+}
+
+/// A file of `len` zero bytes that takes no disk space (sparse).
+fn sparse_file(path: &Path, len: u64) {
+    std::fs::File::create(path).unwrap().set_len(len).unwrap();
+}
+
+#[test]
+fn a_construction_that_never_ends_stops_at_its_cap() {
+    let run = milo_with_memory_limit(&["verify", FIRST, "/dev/zero"]);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &["/dev/zero", &past_cap("construction", CONSTRUCTION_CAP)],
+    );
+}
+
+#[test]
+fn a_sparse_2_gb_construction_stops_at_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.json");
+    sparse_file(&path, 2_000_000_000);
+    let run = milo_with_memory_limit(&["verify", FIRST, path.to_str().unwrap()]);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &["huge.json", &past_cap("construction", CONSTRUCTION_CAP)],
+    );
+}
+
+#[test]
+fn a_gzip_bomb_stops_at_its_cap_once_gunzipped() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.json.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::io::BufWriter::new(std::fs::File::create(&path).unwrap()),
+        flate2::Compression::default(),
+    );
+    // One byte past the cap, streamed: zeros compress about a thousandfold.
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = CONSTRUCTION_CAP + 1;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        gz.write_all(&zeros[..n]).unwrap();
+        left -= n as u64;
+    }
+    gz.finish().unwrap().flush().unwrap();
+    let compressed = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        compressed < CONSTRUCTION_CAP / 100,
+        "a bomb: {compressed} bytes"
+    );
+    let run = milo_with_memory_limit(&["verify", FIRST, path.to_str().unwrap()]);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &[
+            "bomb.json.gz",
+            &format!(
+                "{} once gunzipped",
+                past_cap("construction", CONSTRUCTION_CAP)
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_huge_program_stops_at_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = small_start(dir.path());
+    let program = dir.path().join("huge.toml");
+    sparse_file(&program, CONFIG_CAP + (1 << 20));
+    let out = dir.path().join("out.json");
+    let run = milo_with_memory_limit(&[
+        "optimize",
+        FIRST,
+        "--start",
+        &start,
+        "--program",
+        program.to_str().unwrap(),
+        "--evaluations",
+        "20",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &["huge.toml", &past_cap("program", CONFIG_CAP)],
+    );
+    assert!(!out.exists(), "nothing written");
 }

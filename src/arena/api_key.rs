@@ -6,6 +6,7 @@
 //! held in an [`ApiKey`] whose `Debug` prints no secret, and every text milo builds from a server's
 //! answer passes through [`ApiKey::redact`] before it is shown or written.
 
+use crate::bounded_read::{read_bytes_capped, CREDENTIALS_CAP};
 use crate::error::{MiloError, Result};
 use std::fmt;
 use std::path::PathBuf;
@@ -39,10 +40,10 @@ impl ApiKey {
                 .map_err(|rule| MiloError::Usage(format!("{KEY_VARIABLE}: the key {rule}")));
         }
         let path = credentials_path().ok_or_else(missing)?;
-        let bytes = match std::fs::read(&path) {
+        let bytes = match read_bytes_capped(&path, CREDENTIALS_CAP, "credentials file") {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
-            Err(source) => return Err(MiloError::Io { path, source }),
+            Err(e) if e.is_missing_file() => return Err(missing()),
+            Err(e) => return Err(e),
         };
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|_| MiloError::Malformed {

@@ -9,6 +9,7 @@
 
 use super::client::{ArenaId, LeaderboardEntry};
 use super::rules::Assessment;
+use crate::bounded_read::{read_text_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -98,17 +99,13 @@ pub fn append(path: &Path, record: &LedgerRecord) -> Result<()> {
 }
 
 /// Every record of the ledger at `path`, in order (a missing ledger is empty; a torn last line
-/// is skipped; any other unreadable line is an error naming its number).
+/// is skipped; any other unreadable line is an error naming its number; a ledger past
+/// [`RECORDS_CAP`] is an error).
 pub fn read(path: &Path) -> Result<Vec<LedgerRecord>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_text_capped(path, RECORDS_CAP, "ledger") {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(MiloError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+        Err(e) if e.is_missing_file() => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
     let complete = text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();

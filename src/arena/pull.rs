@@ -11,6 +11,7 @@
 //! any failure), so a `DIR` that exists is a complete pull.
 
 use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
+use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
 use crate::construction::{parse_values, write_values};
 use crate::error::{write_error, MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
 use crate::exact::rational::{decimal_of_f64, decimal_string, from_f64, to_f64, SCORE_DIGITS};
@@ -237,7 +238,7 @@ fn save_entry(cx: &EntryContext, rank: usize, solution: &ArenaSolution) -> Resul
     let file = format!("{stem}.json");
     let path = cx.dir.join(&file);
     write_values(&path, &solution.values)?;
-    let bytes = std::fs::read(&path).map_err(io_error(&path))?;
+    let bytes = read_bytes_capped(&path, CONSTRUCTION_CAP, "construction")?;
     let sha256: String = Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

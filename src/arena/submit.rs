@@ -12,6 +12,7 @@ use super::client::{ArenaClient, ArenaId, ArenaProblem, LeaderboardEntry, MAX_LI
 use super::ledger::{self, LedgerRecord, StatusRecord, SubmissionRecord, Tracked};
 use super::rules::{self, Assessment};
 use super::send::{Answer, Submitted};
+use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
 use crate::construction::{read_values, to_json};
 use crate::error::{MiloError, Result};
 use crate::problems::by_slug;
@@ -67,10 +68,7 @@ pub fn check(
     agent: Option<&str>,
 ) -> Result<Checked> {
     let problem = by_slug(slug)?;
-    let bytes = std::fs::read(file).map_err(|source| MiloError::Io {
-        path: file.to_path_buf(),
-        source,
-    })?;
+    let bytes = read_bytes_capped(file, CONSTRUCTION_CAP, "construction")?;
     let values = read_values(file)?;
     let options = Options {
         mode: Mode::Exact,

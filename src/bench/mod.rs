@@ -18,6 +18,7 @@ pub mod table;
 pub mod trajectory;
 
 use crate::atomic_file;
+use crate::bounded_read::{read_text_capped, RECORDS_CAP};
 use crate::cancel::CancelToken;
 use crate::dir_lock::DirLock;
 use crate::error::{read_error, write_error, MiloError, Result};
@@ -130,7 +131,7 @@ fn already_a_benchmark(dir: &Path) -> MiloError {
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(read_error(path))?;
+    let text = read_text_capped(path, RECORDS_CAP, "benchmark record")?;
     serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
         path: path.to_path_buf(),
         message: e.to_string(),

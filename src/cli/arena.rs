@@ -9,6 +9,7 @@ use crate::arena::ledger::{Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
 use crate::arena::submit::{check, refresh, send, Checked};
 use crate::arena::{pull, ApiKey, ArenaClient, PullRequest};
+use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result, EXIT_OK, EXIT_WOULD_BE_DROPPED};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -379,10 +380,10 @@ fn read_pulled(dir: &Path, required: bool) -> Result<Vec<PulledScore>> {
         entries: Vec<PulledScore>,
     }
     let path = dir.join(SUMMARY_FILE);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match read_bytes_capped(&path, RECORDS_CAP, "pull summary") {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(Vec::new()),
-        Err(source) => return Err(MiloError::Io { path, source }),
+        Err(e) if e.is_missing_file() && !required => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
     let pull: Pull = serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
         path: path.clone(),

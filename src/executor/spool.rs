@@ -13,6 +13,7 @@
 
 use super::{solve, AttemptTask};
 use crate::agent::{writer_by_name, Attempt};
+use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
 use crate::cancel::CancelToken;
 use crate::error::{write_error, MiloError, Result};
 use serde::{Deserialize, Serialize};
@@ -107,7 +108,7 @@ impl Batch {
     /// The result of task `i` (it must exist).
     pub fn result(&self, i: usize) -> Result<WorkerResult> {
         let path = self.result_path(i);
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let bytes = read_bytes_capped(&path, RECORDS_CAP, "worker result")?;
         serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
             path,
             message: format!("not a worker result: {e}"),
@@ -128,13 +129,13 @@ impl Batch {
     /// The submissions so far.
     pub fn submissions(&self) -> Result<Vec<Submission>> {
         let path = self.dir.join("jobs.json");
-        match std::fs::read(&path) {
+        match read_bytes_capped(&path, RECORDS_CAP, "job list") {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
                 path,
                 message: e.to_string(),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(source) => Err(MiloError::Io { path, source }),
+            Err(e) if e.is_missing_file() => Ok(Vec::new()),
+            Err(e) => Err(e),
         }
     }
 
@@ -154,7 +155,7 @@ pub fn work(task_file: &Path, result_file: &Path) -> Result<()> {
     if result_file.exists() {
         return Ok(());
     }
-    let bytes = std::fs::read(task_file).map_err(io(task_file))?;
+    let bytes = read_bytes_capped(task_file, RECORDS_CAP, "attempt task")?;
     let task: AttemptTask = serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
         path: task_file.to_path_buf(),
         message: format!("not an attempt task: {e}"),

@@ -12,6 +12,7 @@
 //! A harness must be general: [`Harness::check_general`] rejects one that names a task, a start
 //! or a file of the suite, or embeds construction data.
 
+use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::error::{MiloError, Result};
 pub use crate::program::edits::EditKind;
 pub use crate::runner::evidence::Evidence;
@@ -121,12 +122,9 @@ impl Harness {
         Ok(harness)
     }
 
-    /// Reads and checks a harness file.
+    /// Reads (at most [`CONFIG_CAP`] bytes) and checks a harness file.
     pub fn load(path: &Path) -> Result<Harness> {
-        let text = std::fs::read_to_string(path).map_err(|source| MiloError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = read_text_capped(path, CONFIG_CAP, "harness")?;
         Harness::parse(&text, path)
     }
 

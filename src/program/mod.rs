@@ -23,6 +23,7 @@ pub mod edits;
 mod params;
 pub mod step;
 
+use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::error::{MiloError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -53,12 +54,9 @@ impl Program {
         Ok(program)
     }
 
-    /// Reads and checks a program file.
+    /// Reads (at most [`CONFIG_CAP`] bytes) and checks a program file.
     pub fn load(path: &Path) -> Result<Program> {
-        let text = std::fs::read_to_string(path).map_err(|source| MiloError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = read_text_capped(path, CONFIG_CAP, "program")?;
         Program::parse(&text, path)
     }
 

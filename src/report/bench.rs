@@ -8,6 +8,7 @@ use super::plot::{
 };
 use crate::bench::results::{Batch, BenchResults, Interval};
 use crate::bench::RESULTS_FILE;
+use crate::bounded_read::{read_text_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -97,10 +98,7 @@ impl Figure for Curves<'_> {
 /// Reads `dir/results.json`, writes its figure into `out` and returns the page.
 pub fn bench_page(dir: &Path, out: &Path) -> Result<Page> {
     let path = dir.join(RESULTS_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|source| MiloError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let text = read_text_capped(&path, RECORDS_CAP, "benchmark results")?;
     let results: BenchResults = serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
         path: path.clone(),
         message: e.to_string(),

@@ -5,6 +5,7 @@ use super::html::Page;
 use super::run::run_page;
 use crate::arena::ledger::{read, tracked};
 use crate::arena::pull::SUMMARY_FILE;
+use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
 use crate::campaign::{read_settings, LEDGER_FILE, PULL_DIR, RUN_DIR};
 use crate::error::{MiloError, Result};
 use std::path::Path;
@@ -35,14 +36,11 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
     campaign.heading("Pulled leaderboard (the starts)");
     let pull_path = dir.join(PULL_DIR).join(SUMMARY_FILE);
     let pulled: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&pull_path).map_err(|source| MiloError::Io {
-            path: pull_path.clone(),
-            source,
-        })?)
-        .map_err(|e| MiloError::Malformed {
-            path: pull_path.clone(),
-            message: e.to_string(),
-        })?;
+        serde_json::from_slice(&read_bytes_capped(&pull_path, RECORDS_CAP, "pull summary")?)
+            .map_err(|e| MiloError::Malformed {
+                path: pull_path.clone(),
+                message: e.to_string(),
+            })?;
     let rows: Vec<(bool, Vec<String>)> = pulled["entries"]
         .as_array()
         .map(|entries| {

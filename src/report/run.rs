@@ -7,6 +7,7 @@ use super::html::{number, Page};
 use super::lineage_tree::LineageTree;
 use super::plot::save;
 use super::progress::Progress;
+use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::parse_decimal;
@@ -351,10 +352,11 @@ fn best_construction(page: &mut Page, dir: &Path, suite: &Suite, out: &Path) -> 
     }
     let best = read_best(&best_path, suite.problem.as_ref())?;
     let provenance_path = best_path.with_extension("provenance.json");
-    let provenance: serde_json::Value = std::fs::read_to_string(&provenance_path)
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
+    let provenance: serde_json::Value =
+        read_text_capped(&provenance_path, CONFIG_CAP, "provenance")
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
     let field = |key: &str| provenance[key].as_str().map(str::to_string);
     let task = field("task");
     let start = match task.as_deref().and_then(|t| suite.task(t)) {

@@ -287,7 +287,7 @@ pub struct FailureRecord {
 #[serde(tag = "record", rename_all = "snake_case")]
 pub enum LineageRecord {
     /// The run's settings (first line).
-    Started(RunConfig),
+    Started(Box<RunConfig>),
     /// A harness and its evaluation and verdict.
     Node(Box<NodeRecord>),
     /// An orchestrator move.
@@ -431,7 +431,9 @@ mod tests {
     fn records_round_trip_and_a_torn_last_line_is_dropped_and_cut() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = JsonlLineage::create(dir.path()).unwrap();
-        store.append(&LineageRecord::Started(config())).unwrap();
+        store
+            .append(&LineageRecord::Started(Box::new(config())))
+            .unwrap();
         store.append(&LineageRecord::RoundEnd { round: 1 }).unwrap();
         drop(store);
         let path = dir.path().join(LINEAGE_FILE);
@@ -443,7 +445,7 @@ mod tests {
         assert_eq!(
             records,
             vec![
-                LineageRecord::Started(config()),
+                LineageRecord::Started(Box::new(config())),
                 LineageRecord::RoundEnd { round: 1 }
             ]
         );
@@ -455,13 +457,13 @@ mod tests {
 
     #[test]
     fn an_older_started_record_loads_with_the_default_parts() {
-        let mut value = serde_json::to_value(LineageRecord::Started(config())).unwrap();
+        let mut value = serde_json::to_value(LineageRecord::Started(Box::new(config()))).unwrap();
         let object = value.as_object_mut().unwrap();
         for key in ["orchestrator", "lineage_store", "executor"] {
             object.remove(key).unwrap();
         }
         let back: LineageRecord = serde_json::from_value(value).unwrap();
-        assert_eq!(back, LineageRecord::Started(config()));
+        assert_eq!(back, LineageRecord::Started(Box::new(config())));
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub fn open_store(dir: &Path) -> Result<(Box<dyn LineageStore>, RunConfig, Vec<L
             ),
         });
     }
-    Ok((Box::new(store), config, records))
+    Ok((Box::new(store), *config, records))
 }
 
 #[cfg(test)]

@@ -11,8 +11,9 @@
 use super::archive::search_evaluations;
 use super::round_tasks::{better_text, start_of};
 use super::state::SearchState;
+use crate::bounded_read::{read_text_capped, CONSTRUCTION_CAP};
 use crate::construction::{read_values, to_json};
-use crate::error::{read_error, write_error, MiloError, Result};
+use crate::error::{write_error, MiloError, Result};
 use crate::problems::Problem;
 use crate::suite::{sha256_hex, Split, Start};
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
 /// address, its validity checked, its score computed exactly.
 pub fn load(run: &Path, hash: &str, id: &str, problem: &dyn Problem) -> Result<Start> {
     let path = start_path(run, hash);
-    let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
+    let text = read_text_capped(&path, CONSTRUCTION_CAP, "promoted start")?;
     let actual = sha256_hex(text.as_bytes());
     if address(&actual) != hash {
         return Err(MiloError::Malformed {

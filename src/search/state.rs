@@ -86,7 +86,7 @@ impl SearchState {
                 self.islands = (0..config.islands)
                     .map(|i| Island::new(i, config.mutators[i % config.mutators.len()].clone()))
                     .collect();
-                self.config = Some(config.clone());
+                self.config = Some(config.as_ref().clone());
             }
             LineageRecord::Node(node) => self.add_node(node),
             LineageRecord::Event(event) => self.apply_move(event),

@@ -2,6 +2,7 @@
 //! relative to it and whose starts are pinned by sha256.
 
 use super::{sha256_hex, Split, StartEntry, Suite, SuiteFile, TaskBudget};
+use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
 use crate::error::{MiloError, Result};
 use crate::problems::by_slug;
 use std::path::{Path, PathBuf};
@@ -56,14 +57,15 @@ pub fn freeze(request: &FreezeRequest) -> Result<Suite> {
                 file.display()
             )));
         }
-        let bytes = std::fs::read(file).map_err(|source| MiloError::Io {
-            path: file.clone(),
-            source,
-        })?;
+        let sha256 = sha256_hex(&read_bytes_capped(
+            file,
+            CONSTRUCTION_CAP,
+            "start construction",
+        )?);
         starts.push(StartEntry {
             label,
             path: relative_to(&base, file)?,
-            sha256: sha256_hex(&bytes),
+            sha256,
             split: Split::Search,
         });
         origins.push(file);

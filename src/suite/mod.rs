@@ -29,6 +29,7 @@
 pub mod embedded;
 pub mod freeze;
 
+use crate::bounded_read::{read_bytes_capped, read_text_capped, CONFIG_CAP, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
@@ -287,12 +288,9 @@ impl Suite {
         }
     }
 
-    /// Reads, checks and verifies a suite file.
+    /// Reads (at most [`CONFIG_CAP`] bytes), checks and verifies a suite file.
     pub fn load(path: &Path) -> Result<Suite> {
-        let text = std::fs::read_to_string(path).map_err(|source| MiloError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = read_text_capped(path, CONFIG_CAP, "suite")?;
         Suite::parse(&text, path)
     }
 
@@ -452,11 +450,11 @@ fn load_start(
     problem: &dyn Problem,
 ) -> Result<Start> {
     let path = dir.join(&entry.path);
-    let bytes = std::fs::read(&path).map_err(|source| MiloError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let sha256 = sha256_hex(&bytes);
+    let sha256 = sha256_hex(&read_bytes_capped(
+        &path,
+        CONSTRUCTION_CAP,
+        "start construction",
+    )?);
     if sha256 != entry.sha256 {
         return Err(MiloError::Malformed {
             path: path.clone(),

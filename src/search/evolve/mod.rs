@@ -125,7 +125,7 @@ impl Search {
             ..config
         };
         let mut store = create_store(&config.lineage_store, dir)?;
-        let record = LineageRecord::Started(config);
+        let record = LineageRecord::Started(Box::new(config));
         store.append(&record)?;
         Search::assemble(suite, dir, store, &[record], parts, cancel)
     }

@@ -42,7 +42,7 @@ impl Lineage {
             promote_discoveries: false,
         };
         Lineage {
-            records: vec![LineageRecord::Started(config)],
+            records: vec![LineageRecord::Started(Box::new(config))],
             next: 0,
             round: 0,
         }
