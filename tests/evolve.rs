@@ -316,10 +316,19 @@ fn without_suite_the_embedded_default_suite_is_written_into_the_run_and_resumes_
         "1",
     ];
     let started = run(&[&["evolve"], &settings[..]].concat());
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
-    let suite = cwd.path().join("r/default-suite/problems/suites/default.toml");
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let suite = cwd
+        .path()
+        .join("r/default-suite/problems/suites/default.toml");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("problems/suites/default.toml");
-    assert_eq!(std::fs::read(&suite).unwrap(), std::fs::read(source).unwrap());
+    assert_eq!(
+        std::fs::read(&suite).unwrap(),
+        std::fs::read(source).unwrap()
+    );
     let lineage = std::fs::read_to_string(cwd.path().join("r/lineage.jsonl")).unwrap();
     let first: Value = serde_json::from_str(lineage.lines().next().unwrap()).unwrap();
     assert_eq!(Path::new(first["suite"].as_str().unwrap()), suite);
@@ -328,5 +337,9 @@ fn without_suite_the_embedded_default_suite_is_written_into_the_run_and_resumes_
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a run"));
     let resumed = run(&["evolve", "--resume", "r"]);
-    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
 }

@@ -5,7 +5,8 @@
 //! run reads the same bytes.
 
 use crate::atomic_file;
-use crate::error::{read_error, write_error, MiloError, Result};
+use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
+use crate::error::{write_error, MiloError, Result};
 use std::path::{Path, PathBuf};
 
 /// The folder of a run directory that holds the embedded default suite.
@@ -44,7 +45,7 @@ pub fn write_default_suite(run_dir: &Path) -> Result<PathBuf> {
     let root = run_dir.join(DEFAULT_SUITE_DIR);
     for (relative, bytes) in FILES {
         let path = root.join(relative);
-        match std::fs::read(&path) {
+        match read_bytes_capped(&path, CONSTRUCTION_CAP, "default-suite file") {
             Ok(found) if found == *bytes => continue,
             Ok(_) => {
                 return Err(MiloError::Malformed {
@@ -54,8 +55,8 @@ pub fn write_default_suite(run_dir: &Path) -> Result<PathBuf> {
                         .into(),
                 })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(read_error(&path)(e)),
+            Err(e) if e.is_missing_file() => {}
+            Err(e) => return Err(e),
         }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(write_error(parent))?;
