@@ -343,3 +343,51 @@ fn without_suite_the_embedded_default_suite_is_written_into_the_run_and_resumes_
         String::from_utf8_lossy(&resumed.stderr)
     );
 }
+
+#[test]
+fn node_lines_go_to_the_run_log_and_the_terminal_only_with_verbose() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let run = |name: &str, verbose: bool| {
+        let run_dir = dir.path().join(name);
+        let mut args = vec![
+            "evolve",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            "--islands",
+            "2",
+            "--rounds",
+            "2",
+        ];
+        if verbose {
+            args.push("-v");
+        }
+        let out = milo(&args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let nodes = node_lines(&run_dir);
+        let log = std::fs::read_to_string(run_dir.join("milo.log")).unwrap();
+        let logged = log.lines().filter(|l| l.starts_with("round")).count();
+        assert_eq!(logged, nodes, "one log line per node");
+        let shown = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("round"))
+            .count();
+        (out, nodes, shown)
+    };
+    let (quiet, nodes, shown) = run("plain", false);
+    assert_eq!(shown, 0, "{}", quiet.stderr);
+    // Besides the opening line, standard error holds only status lines.
+    let other: Vec<&str> = quiet
+        .stderr
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("milo evolve ["))
+        .collect();
+    assert!(other.is_empty(), "{other:?}");
+    assert!(quiet.stdout.contains("best.json"), "{}", quiet.stdout);
+    let (_, verbose_nodes, shown) = run("verbose", true);
+    assert_eq!((verbose_nodes, shown), (nodes, nodes));
+}

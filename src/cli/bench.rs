@@ -1,6 +1,7 @@
 //! `milo bench`: run search methods against each other on a suite at equal CPU budget.
 
 use super::evolve::SlurmArgs;
+use super::status::{clock, eta, StatusLine};
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::error::{MiloError, Result, EXIT_OK};
@@ -9,6 +10,7 @@ use crate::search::evaluation::Quality;
 use crate::search::parts::EXECUTORS;
 use clap::Args;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// Arguments of `milo bench`.
 #[derive(Args, Debug)]
@@ -84,7 +86,16 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         bench.dir().display(),
         bench.dir().display(),
     );
-    let Some(results) = bench.run(args.jobs, &cancel, &mut Display)? else {
+    let mut display = Display {
+        status: StatusLine::start("milo bench", false),
+        started: Instant::now(),
+        finished_here: 0,
+        read_back: 0,
+        total: 0,
+    };
+    let results = bench.run(args.jobs, &cancel, &mut display)?;
+    drop(display);
+    let Some(results) = results else {
         eprintln!(
             "milo: interrupted; resume with: milo bench --resume {}",
             bench.dir().display()
@@ -134,22 +145,42 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     Bench::start(&dir, config)
 }
 
-/// One line per run on standard error.
-struct Display;
+/// A status line (the run in progress, its method and seed, an ETA from the runs finished so
+/// far) and one line per finished run on standard error.
+struct Display {
+    status: StatusLine,
+    started: Instant,
+    /// Runs finished by this process.
+    finished_here: usize,
+    /// Runs found finished by an earlier process.
+    read_back: usize,
+    total: usize,
+}
 
 impl BenchObserver for Display {
     fn starting(&mut self, run: &PlannedRun, index: usize, total: usize) {
-        eprintln!(
-            "[{index}/{total}] {} seed {} ({} batch)…",
+        self.total = total;
+        let todo = total.saturating_sub(self.read_back) as f64;
+        let eta = eta(self.started.elapsed(), self.finished_here as f64, todo)
+            .map(|left| format!(" · ETA {}", clock(left)))
+            .unwrap_or_default();
+        self.status.set(format!(
+            "run {index}/{total}: {} seed {} ({} batch){eta}",
             run.method,
             run.seed,
             run.batch.as_str()
-        );
+        ));
     }
 
     fn finished(&mut self, s: &RunSummary, resumed: bool) {
-        eprintln!(
-            "  {} seed {} ({}): best {} (quality {}), {} steps, {:.1} CPU s, {:.1} s{}",
+        match resumed {
+            true => self.read_back += 1,
+            false => self.finished_here += 1,
+        }
+        self.status.println(&format!(
+            "[{}/{}] {} seed {} ({}): best {} (quality {}), {} steps, {:.1} CPU s, {:.1} s{}",
+            self.finished_here + self.read_back,
+            self.total,
             s.method,
             s.seed,
             s.batch.as_str(),
@@ -159,6 +190,6 @@ impl BenchObserver for Display {
             s.cpu_seconds,
             s.wall_seconds,
             if resumed { " (finished earlier)" } else { "" }
-        );
+        ));
     }
 }

@@ -2,7 +2,8 @@
 //! with discoveries promoted, and offer each new best to the arena (sent only with `--submit`).
 
 use super::arena::{print_check, SendArgs, ServerArgs};
-use super::evolve::{summarise, Display};
+use super::evolve::summarise;
+use super::search_status::SearchStatus;
 use crate::arena::ApiKey;
 use crate::campaign::{Campaign, CampaignSettings, Offer, SuitePlan};
 use crate::cancel::CancelToken;
@@ -29,6 +30,10 @@ pub struct CampaignArgs {
     /// The campaign directory (default: campaigns/SLUG-<UTC time>).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Print every node, move and round summary on the terminal too (they always go to the
+    /// run's milo.log).
+    #[arg(short, long)]
+    verbose: bool,
     /// Resume the campaign in DIR (its settings, the server and agent among them, are read from
     /// DIR/campaign.json; --jobs and --timeout apply).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours"])]
@@ -111,7 +116,7 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
     );
     let stop = {
         let mut observer = CampaignObserver {
-            display: Display,
+            status: SearchStatus::new(&search, args.verbose, false),
             campaign: &mut campaign,
         };
         search.run(&mut observer)?
@@ -214,35 +219,36 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
     Ok((campaign, search))
 }
 
-/// The evolve display, plus an offer to the arena at each round's end.
+/// The search's status, plus an offer to the arena at each round's end.
 struct CampaignObserver<'a> {
-    display: Display,
+    status: SearchStatus,
     campaign: &'a mut Campaign,
 }
 
 impl SearchObserver for CampaignObserver<'_> {
     fn node(&mut self, state: &SearchState, node: &NodeRecord) {
-        self.display.node(state, node);
+        self.status.node(state, node);
     }
 
     fn event(&mut self, event: &EventRecord) {
-        self.display.event(event);
+        self.status.event(event);
     }
 
     fn failure(&mut self, failure: &FailureRecord) {
-        self.display.failure(failure);
+        self.status.failure(failure);
     }
 
     fn discovery(&mut self, path: &Path, discovery: &Discovery) {
-        self.display.discovery(path, discovery);
+        self.status.discovery(path, discovery);
     }
 
     fn round_end(&mut self, state: &SearchState, round: usize) {
-        self.display.round_end(state, round);
+        self.status.round_end(state, round);
         // A failed offer (the server down, a rate limit past --max-wait) does not stop the
         // search: it is said, and the next round offers again.
         // Standard output gone: the search goes on; the end says it.
-        let _ = report_offer(&self.campaign.offer());
+        let offer = self.campaign.offer();
+        let _ = self.status.suspend(|| report_offer(&offer));
     }
 }
 

@@ -1,23 +1,21 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
+use super::search_status::{best_result, SearchStatus, LOG_FILE};
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::executor::SlurmOptions;
 use crate::optimize::budget::MAX_SECONDS;
-use crate::search::archive::search_evaluations;
-use crate::search::evaluation::{Discovery, Quality};
-use crate::search::evolve::{default_cost_measure, Search, SearchObserver, Stop};
+use crate::search::evaluation::Quality;
+use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
 use crate::search::lineage::{
-    already_holds_a_run, EventRecord, FailureRecord, Move, NodeRecord, RunConfig,
-    DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+    already_holds_a_run, Move, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
-use crate::search::state::SearchState;
 use crate::suite::embedded::write_default_suite;
 use crate::suite::Suite;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// How the `slurm` executor submits (`milo evolve --executor slurm`).
 #[derive(clap::Args, Debug, Clone)]
@@ -123,6 +121,10 @@ pub struct EvolveArgs {
     /// (a record campaign's setting; off: every task starts from the suite's frozen start).
     #[arg(long)]
     promote_discoveries: bool,
+    /// Print every node, move and round summary on the terminal too (they always go to the
+    /// run's milo.log).
+    #[arg(short, long)]
+    verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "tasks_per_round", "promote_discoveries"])]
@@ -154,8 +156,9 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         search.dir().display(),
         search.dir().display(),
     );
-    let mut display = Display;
-    let stop = search.run(&mut display)?;
+    let mut status = SearchStatus::new(&search, args.verbose, false);
+    let stop = search.run(&mut status)?;
+    drop(status);
     summarise(&search, stop)?;
     Ok(EXIT_OK)
 }
@@ -219,91 +222,9 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
     Search::start(&dir, config, args.jobs, cancel)
 }
 
-/// Line-by-line live display on standard error.
-pub(super) struct Display;
-
-impl SearchObserver for Display {
-    fn node(&mut self, _state: &SearchState, node: &NodeRecord) {
-        let f = node.evaluation.fitness;
-        eprintln!(
-            "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} cost {:>8.2} latency {:>7.2}  {} ({})",
-            node.round,
-            node.island,
-            node.mutator,
-            node.id,
-            node.name,
-            f.quality,
-            f.cost,
-            f.latency,
-            if node.admitted() { "admitted" } else { "rejected" },
-            node.verdict.reason
-        );
-    }
-
-    fn event(&mut self, event: &EventRecord) {
-        eprintln!("{}", event.headline());
-    }
-
-    fn failure(&mut self, failure: &FailureRecord) {
-        eprintln!(
-            "round {:>3} island {} {} {} failed (the island skips the round): {}",
-            failure.round, failure.island, failure.part, failure.name, failure.message
-        );
-    }
-
-    fn discovery(&mut self, path: &Path, discovery: &Discovery) {
-        eprintln!(
-            "DISCOVERY {} on task {} -> {}",
-            decimal_string(&discovery.exact, 20),
-            discovery.task,
-            path.display()
-        );
-    }
-
-    fn round_end(&mut self, state: &SearchState, round: usize) {
-        for island in &state.islands {
-            let best = state
-                .island_best(island.id)
-                .map(|n| format!("{} {:.3}", n.id, n.evaluation.fitness.quality))
-                .unwrap_or_else(|| "-".into());
-            let children = state.children(island.id);
-            let admitted = children.iter().filter(|n| n.admitted()).count();
-            eprintln!(
-                "  after round {round}: island {} [{}] best {best}  admitted {admitted} rejected {}  stalled {}",
-                island.id,
-                island.mutator,
-                children.len() - admitted,
-                island.stalled_rounds
-            );
-        }
-    }
-}
-
-/// The best task result over all nodes: (end score, task, node id, island).
-fn best_result(search: &Search) -> Option<(String, String, String, usize)> {
-    let direction = search.suite().problem.spec().direction;
-    let mut best: Option<(f64, String, String, String, usize)> = None;
-    for node in &search.state().nodes {
-        let searched = search_evaluations(node);
-        for t in searched
-            .chain(node.validation.as_ref())
-            .flat_map(|e| &e.tasks)
-        {
-            let score: f64 = t.end_exact.parse().unwrap_or(f64::NAN);
-            if best.as_ref().is_none_or(|b| direction.better(&score, &b.0)) {
-                best = Some((
-                    score,
-                    t.end_exact.clone(),
-                    t.task.clone(),
-                    node.id.clone(),
-                    node.island,
-                ));
-            }
-        }
-    }
-    best.map(|(_, s, t, n, i)| (s, t, n, i))
-}
-
+/// Prints the run's summary on standard output: why it stopped, the nodes, each island's best
+/// beside its validation, the best construction and where `best.json`, the discoveries, the
+/// lineage and the log are.
 pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
     let state = search.state();
     let dir = search.dir();
@@ -342,8 +263,15 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
             )?;
         }
     }
-    if let Some((score, task, node, island)) = best_result(search) {
-        out!("best construction score: {score} (task {task}, node {node}, island {island})")?;
+    let direction = search.suite().problem.spec().direction;
+    if let Some(best) = best_result(state, direction) {
+        out!(
+            "best construction score: {} (task {}, node {}, island {})",
+            best.score,
+            best.task,
+            best.node,
+            best.island
+        )?;
     }
     out!(
         "record to beat (suite '{}'): {}",
@@ -362,10 +290,15 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
                 .count()
         })
         .unwrap_or(0);
+    let best = dir.join(BEST_FILE);
+    if best.exists() {
+        out!("best construction: {}", best.display())?;
+    }
     out!(
-        "discoveries: {found} in {}; lineage: {}; inspect with `milo lineage {}`",
+        "discoveries: {found} in {}; lineage: {}; log: {}; inspect with `milo lineage {}`",
         discoveries.display(),
         dir.join(LINEAGE_FILE).display(),
+        dir.join(LOG_FILE).display(),
         dir.display()
     )
 }

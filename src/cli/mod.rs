@@ -20,6 +20,8 @@ mod lineage;
 mod optimize;
 mod problems;
 mod report;
+mod search_status;
+mod status;
 mod suite;
 mod verify;
 mod worker;

@@ -1,6 +1,7 @@
 //! `milo optimize PROBLEM --start FILE`: run an optimizer program on a construction.
 
 use super::json_line;
+use super::status::{clock, eta, StatusLine};
 use crate::construction::{read_values, write_values};
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
@@ -8,7 +9,6 @@ use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
 use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -103,25 +103,53 @@ pub fn default_program(problem: &dyn Problem) -> Result<Program> {
     )
 }
 
-/// Shows the best score, the stage, β and the evaluation rate.
+/// Shows the best score, the stage, β, the evaluation rate, the budget and the most time left.
 struct ProgressObserver {
-    bar: ProgressBar,
+    status: StatusLine,
+    budget_seconds: Option<f64>,
+    budget_evaluations: Option<u64>,
     best: f64,
     stage: String,
     beta: Option<f64>,
+    /// Evaluations and seconds at the last report.
+    spent: (u64, f64),
 }
 
 impl ProgressObserver {
-    fn refresh(&self, evaluations: u64, seconds: f64) {
+    fn refresh(&self) {
+        let (evaluations, seconds) = self.spent;
         let beta = self.beta.map(|b| format!(" β {b:.0e}")).unwrap_or_default();
         let rate = if seconds > 0.0 {
             evaluations as f64 / seconds
         } else {
             0.0
         };
-        self.bar.set_message(format!(
-            "best {:.12} | {}{beta} | {rate:.0} evals/s",
-            self.best, self.stage
+        // The program may stop sooner by its own tests: the budget bounds the time left.
+        let mut budget = Vec::new();
+        let mut left: Option<f64> = None;
+        if let Some(total) = self.budget_evaluations {
+            budget.push(format!("{evaluations}/{total} evaluations"));
+            if let Some(eta) = eta(
+                Duration::from_secs_f64(seconds.max(0.0)),
+                evaluations as f64,
+                total as f64,
+            ) {
+                left = Some(eta.as_secs_f64());
+            }
+        }
+        if let Some(total) = self.budget_seconds {
+            budget.push(format!("{total} s"));
+            let by_time = (total - seconds).max(0.0);
+            left = Some(left.map_or(by_time, |l| l.min(by_time)));
+        }
+        let left = left
+            .map(|l| format!(", at most {} left", clock(Duration::from_secs_f64(l))))
+            .unwrap_or_default();
+        self.status.set(format!(
+            "best {:.12} | {}{beta} | {rate:.0} evals/s | budget {}{left}",
+            self.best,
+            self.stage,
+            budget.join(" or ")
         ));
     }
 }
@@ -129,16 +157,17 @@ impl ProgressObserver {
 impl Observer for ProgressObserver {
     fn stage_started(&mut self, path: &str, kind: &str) {
         self.stage = format!("{kind} {path}");
-        self.bar
-            .set_message(format!("best {:.12} | {}", self.best, self.stage));
+        self.refresh();
     }
     fn stage_finished(&mut self, record: &StageRecord) {
         self.beta = record.beta;
-        self.refresh(record.evaluations, record.seconds);
+        self.spent = (record.evaluations, record.seconds);
+        self.refresh();
     }
     fn improved(&mut self, point: &TracePoint) {
         self.best = point.score;
-        self.refresh(point.evaluations, point.seconds);
+        self.spent = (point.evaluations, point.seconds);
+        self.refresh();
     }
 }
 
@@ -199,24 +228,18 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         program.name,
         out.display()
     );
-    let bar = if args.json {
-        ProgressBar::hidden()
-    } else {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("valid template"),
-        );
-        bar.enable_steady_tick(Duration::from_millis(200));
-        bar
-    };
     let mut observer = ProgressObserver {
-        bar,
+        status: StatusLine::start("milo optimize", args.json),
+        budget_seconds: settings.seconds,
+        budget_evaluations: settings.evaluations,
         best: problem.score_fast(&start).value,
         stage: "starting".into(),
         beta: None,
+        spent: (0, 0.0),
     };
+    observer.refresh();
     let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut observer)?;
-    observer.bar.finish_and_clear();
+    drop(observer);
     out_file.fill(|path| write_values(path, &outcome.best))?;
     if let Some(trace_file) = trace_file {
         let text = serde_json::to_string_pretty(&outcome.trace).expect("traces serialise");
