@@ -244,6 +244,7 @@ fn template_stage(problem: &dyn Problem, rng: &mut impl Rng) -> Step {
             active_lags: 100,
             trust_radius: 1e-3,
             steps: 50,
+            solver: Default::default(),
         }));
     }
     if dinkelbach::applies_to(problem) {

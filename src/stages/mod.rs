@@ -11,6 +11,7 @@ pub mod adam;
 pub mod dinkelbach;
 pub mod finalize;
 pub mod lbfgs;
+pub mod lp_solver;
 pub mod perturb;
 pub mod prune;
 pub mod prune_regrow;

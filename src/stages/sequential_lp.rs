@@ -6,7 +6,7 @@
 //! of the values: `(f∗f)_k` for the first problem (score `2n·max(f∗f)/(Σf)²`), and
 //! `C_L = Σ_i λh_(i+L)·(1 − λh_i)` with the constant `λ = n/(2Σh)` for Erdős (score
 //! `max C·2/n`). Each step linearises the `active_lags` largest lags (plus lags that broke earlier
-//! steps) around the current point and solves, with [`microlp`],
+//! steps) around the current point and solves, with the stage's [`LpSolver`] (`microlp` or `clarabel`),
 //!
 //! ```text
 //! minimise t   s.t.  lag_k + ∇lag_k·δ ≤ t  (k active),   Σδ = 0,   |δ_i| ≤ r,   box(x + δ),
@@ -24,10 +24,10 @@
 //! (the others stay fixed), and the window slides by half its width every step (block
 //! coordinate descent); dense LPs stop scaling near a few thousand samples.
 
+use super::lp_solver::{LinearProgram, LpSolver};
 use super::{at_least_one, positive, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::Budget;
 use crate::problems::{LagModel, Problem};
-use microlp::{ComparisonOp, OptimizationDirection, Problem as Lp, Variable};
 use serde::{Deserialize, Serialize};
 
 /// The largest number of cells one LP moves; longer constructions use a sliding window.
@@ -55,6 +55,20 @@ pub struct SequentialLp {
     /// LP solves.
     #[serde(default = "default_steps")]
     pub steps: usize,
+    /// The LP solver (default `microlp`; see the README's comparison).
+    #[serde(default, skip_serializing_if = "LpSolver::is_default")]
+    pub solver: LpSolver,
+}
+
+/// What a sequential-LP run did: its LP solves, how many gave no step, and their time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LpStats {
+    /// LPs solved (or attempted).
+    pub solves: usize,
+    /// LPs that gave no step (infeasible, out of time, or the solver gave up).
+    pub failures: usize,
+    /// Seconds spent in the solver.
+    pub solve_seconds: f64,
 }
 
 fn default_active_lags() -> usize {
@@ -109,7 +123,7 @@ impl Stage for SequentialLp {
         budget: &Budget,
         _seed: u64,
     ) -> StageOutcome {
-        run(problem, start, self, budget)
+        run(problem, start, self, budget).0
     }
 }
 
@@ -139,6 +153,7 @@ fn lp_step(
     r: f64,
     scale: f64,
     budget: &Budget,
+    solver: LpSolver,
 ) -> Option<Vec<(usize, f64)>> {
     let lambda = model.factor(x);
     let upper = model.upper(x);
@@ -146,48 +161,51 @@ fn lp_step(
         .iter()
         .map(|&k| lags[k])
         .fold(f64::NEG_INFINITY, f64::max);
-    let mut lp = Lp::new(OptimizationDirection::Minimize);
-    if let Some(left) = budget.remaining_time() {
-        lp.set_time_limit(left);
-    }
+    let mut lp = LinearProgram::default();
     // t = peak + r·scale·τ; δ_j = r·u_j.
-    let tau = lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
-    let vars: Vec<(usize, Variable)> = window
+    let tau = lp.add_variable(1.0, (f64::NEG_INFINITY, f64::INFINITY));
+    let vars: Vec<(usize, usize)> = window
         .clone()
         .map(|j| {
             let (lo, hi) = model.bounds(x, upper, r, j);
-            (j, lp.add_var(0.0, (lo / r, hi.max(lo) / r)))
+            (j, lp.add_variable(0.0, (lo / r, hi.max(lo) / r)))
         })
         .collect();
-    let sum_row: Vec<(Variable, f64)> = vars.iter().map(|&(_, v)| (v, 1.0)).collect();
-    lp.add_constraint(sum_row.as_slice(), ComparisonOp::Eq, 0.0);
-    let mut row: Vec<(Variable, f64)> = Vec::with_capacity(vars.len() + 1);
+    lp.equalities
+        .push((vars.iter().map(|&(_, v)| (v, 1.0)).collect(), 0.0));
     for &k in active {
-        row.clear();
         let coefficients: Vec<f64> = vars
             .iter()
             .map(|&(j, _)| model.gradient_entry(x, lambda, k, j) / scale)
             .collect();
         let top = coefficients.iter().fold(0.0f64, |m, c| m.max(c.abs()));
-        for (&(_, v), &c) in vars.iter().zip(&coefficients) {
-            if c.abs() > DROP_RELATIVE * top {
-                row.push((v, c));
-            }
-        }
+        let mut row: Vec<(usize, f64)> = vars
+            .iter()
+            .zip(&coefficients)
+            .filter(|&(_, &c)| c.abs() > DROP_RELATIVE * top)
+            .map(|(&(_, v), &c)| (v, c))
+            .collect();
         row.push((tau, -1.0));
-        lp.add_constraint(
-            row.as_slice(),
-            ComparisonOp::Le,
-            (peak - lags[k]) / (r * scale),
-        );
+        lp.inequalities.push((row, (peak - lags[k]) / (r * scale)));
     }
-    let solution = lp.solve().ok()?.into_solution().ok()?;
+    let solution = lp.solve(solver, budget.remaining_time())?;
     Some(
         vars.iter()
-            .map(|&(j, v)| (j, r * solution.var_value(v)))
+            .map(|&(j, v)| (j, r * solution[v]))
             .filter(|&(_, d)| d != 0.0)
             .collect(),
     )
+}
+
+/// Runs the stage (see [`SequentialLp`]) and says what its LP solves did — the measure behind
+/// the README's solver comparison.
+pub fn run_with_stats(
+    problem: &dyn Problem,
+    start: &[f64],
+    params: &SequentialLp,
+    budget: &Budget,
+) -> (StageOutcome, LpStats) {
+    run(problem, start, params, budget)
 }
 
 fn run(
@@ -195,17 +213,18 @@ fn run(
     start: &[f64],
     params: &SequentialLp,
     budget: &Budget,
-) -> StageOutcome {
-    let unchanged = || StageOutcome::plain(start.to_vec());
+) -> (StageOutcome, LpStats) {
+    let mut stats = LpStats::default();
+    let unchanged = |stats| (StageOutcome::plain(start.to_vec()), stats);
     let Some(model) = problem.lag_model() else {
-        return unchanged();
+        return unchanged(stats);
     };
     if start.is_empty() || problem.check(start).is_err() || params.active_lags == 0 {
-        return unchanged();
+        return unchanged(stats);
     }
     let n = start.len();
     if budget.try_spend().is_err() {
-        return unchanged();
+        return unchanged(stats);
     }
     let mut x = start.to_vec();
     let mut best = problem.score_fast(&x).value;
@@ -237,7 +256,22 @@ fn run(
         if budget.try_spend().is_err() {
             break;
         }
-        let Some(delta) = lp_step(model, &x, &lags, &active, window, r, scale, budget) else {
+        let solving = std::time::Instant::now();
+        let step = lp_step(
+            model,
+            &x,
+            &lags,
+            &active,
+            window,
+            r,
+            scale,
+            budget,
+            params.solver,
+        );
+        stats.solves += 1;
+        stats.solve_seconds += solving.elapsed().as_secs_f64();
+        let Some(delta) = step else {
+            stats.failures += 1;
             r *= 0.5;
             continue;
         };
@@ -278,7 +312,7 @@ fn run(
             r *= 0.5;
         }
     }
-    StageOutcome::plain(x)
+    (StageOutcome::plain(x), stats)
 }
 
 #[cfg(test)]
@@ -304,6 +338,7 @@ mod tests {
             active_lags: 60,
             trust_radius: 0.05,
             steps,
+            solver: LpSolver::default(),
         }
     }
 

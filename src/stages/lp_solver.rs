@@ -1,0 +1,168 @@
+//! The linear programs of [`super::sequential_lp`], and the two pure-Rust solvers that can solve
+//! them: `microlp` (dual simplex) and `clarabel` (interior point). A program is built once as
+//! data ([`LinearProgram`]) and handed to the solver its stage names (`solver = "…"`); the
+//! comparison that chose the default is in the README ("Sequential LP: which solver").
+
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+};
+use microlp::{ComparisonOp, OptimizationDirection, Problem as Microlp};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which solver solves a stage's linear programs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LpSolver {
+    /// `microlp`'s dual simplex: exact vertices; dense rows cost it dearly.
+    #[default]
+    Microlp,
+    /// `clarabel`'s interior-point method.
+    Clarabel,
+}
+
+impl LpSolver {
+    /// Whether this is the default solver (so a program's TOML omits it).
+    pub fn is_default(&self) -> bool {
+        *self == LpSolver::default()
+    }
+}
+
+/// `minimise c·x  s.t.  lower ≤ x ≤ upper,  eq·x = eq_rhs (rows),  le·x ≤ le_rhs (rows)`, with
+/// sparse rows of `(variable, coefficient)`.
+#[derive(Clone, Debug, Default)]
+pub struct LinearProgram {
+    /// Objective coefficients, one per variable.
+    pub objective: Vec<f64>,
+    /// Bounds per variable (either may be infinite).
+    pub bounds: Vec<(f64, f64)>,
+    /// Equality rows and their right-hand sides.
+    pub equalities: Vec<(Vec<(usize, f64)>, f64)>,
+    /// `≤` rows and their right-hand sides.
+    pub inequalities: Vec<(Vec<(usize, f64)>, f64)>,
+}
+
+impl LinearProgram {
+    /// Adds a variable with objective coefficient `cost` and bounds; returns its index.
+    pub fn add_variable(&mut self, cost: f64, bounds: (f64, f64)) -> usize {
+        self.objective.push(cost);
+        self.bounds.push(bounds);
+        self.objective.len() - 1
+    }
+
+    /// Solves with `solver` within `time_limit`: an optimal point, or `None` (infeasible,
+    /// unbounded, out of time, or the solver gave up).
+    pub fn solve(&self, solver: LpSolver, time_limit: Option<Duration>) -> Option<Vec<f64>> {
+        match solver {
+            LpSolver::Microlp => self.solve_microlp(time_limit),
+            LpSolver::Clarabel => self.solve_clarabel(time_limit),
+        }
+    }
+
+    fn solve_microlp(&self, time_limit: Option<Duration>) -> Option<Vec<f64>> {
+        let mut lp = Microlp::new(OptimizationDirection::Minimize);
+        if let Some(limit) = time_limit {
+            lp.set_time_limit(limit);
+        }
+        let vars: Vec<_> = self
+            .objective
+            .iter()
+            .zip(&self.bounds)
+            .map(|(&c, &b)| lp.add_var(c, b))
+            .collect();
+        let row = |r: &[(usize, f64)]| r.iter().map(|&(j, a)| (vars[j], a)).collect::<Vec<_>>();
+        for (r, rhs) in &self.equalities {
+            lp.add_constraint(row(r).as_slice(), ComparisonOp::Eq, *rhs);
+        }
+        for (r, rhs) in &self.inequalities {
+            lp.add_constraint(row(r).as_slice(), ComparisonOp::Le, *rhs);
+        }
+        let solution = lp.solve().ok()?.into_solution().ok()?;
+        Some(vars.iter().map(|&v| solution.var_value(v)).collect())
+    }
+
+    /// Clarabel's form: `Ax + s = b`, `s` in zero cones (equalities) then non-negative cones
+    /// (inequalities, then the finite bounds as `x ≤ u` and `−x ≤ −l`).
+    fn solve_clarabel(&self, time_limit: Option<Duration>) -> Option<Vec<f64>> {
+        let n = self.objective.len();
+        let mut rows: Vec<(Vec<(usize, f64)>, f64)> = self.equalities.clone();
+        rows.extend(self.inequalities.iter().cloned());
+        for (j, &(lo, hi)) in self.bounds.iter().enumerate() {
+            if hi.is_finite() {
+                rows.push((vec![(j, 1.0)], hi));
+            }
+            if lo.is_finite() {
+                rows.push((vec![(j, -1.0)], -lo));
+            }
+        }
+        let mut columns: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+        for (i, (r, _)) in rows.iter().enumerate() {
+            for &(j, a) in r {
+                columns[j].push((i, a));
+            }
+        }
+        let mut colptr = vec![0];
+        let (mut rowval, mut nzval) = (Vec::new(), Vec::new());
+        for column in &mut columns {
+            column.sort_by_key(|&(i, _)| i);
+            for &(i, a) in column.iter() {
+                rowval.push(i);
+                nzval.push(a);
+            }
+            colptr.push(rowval.len());
+        }
+        let a = CscMatrix::new(rows.len(), n, colptr, rowval, nzval);
+        let b: Vec<f64> = rows.iter().map(|(_, rhs)| *rhs).collect();
+        let p = CscMatrix::zeros((n, n));
+        let cones = [
+            SupportedConeT::ZeroConeT(self.equalities.len()),
+            SupportedConeT::NonnegativeConeT(rows.len() - self.equalities.len()),
+        ];
+        let settings = DefaultSettingsBuilder::default()
+            .verbose(false)
+            .time_limit(time_limit.map_or(f64::INFINITY, |t| t.as_secs_f64()))
+            .build()
+            .ok()?;
+        let mut solver = DefaultSolver::new(&p, &self.objective, &a, &b, &cones, settings).ok()?;
+        solver.solve();
+        matches!(
+            solver.solution.status,
+            SolverStatus::Solved | SolverStatus::AlmostSolved
+        )
+        .then(|| solver.solution.x.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `min −x − 2y  s.t.  x + y ≤ 4,  x − y = 1,  0 ≤ x, y ≤ 3`: optimum (2.5, 1.5).
+    fn small() -> LinearProgram {
+        let mut lp = LinearProgram::default();
+        let x = lp.add_variable(-1.0, (0.0, 3.0));
+        let y = lp.add_variable(-2.0, (0.0, 3.0));
+        lp.inequalities.push((vec![(x, 1.0), (y, 1.0)], 4.0));
+        lp.equalities.push((vec![(x, 1.0), (y, -1.0)], 1.0));
+        lp
+    }
+
+    #[test]
+    fn both_solvers_find_the_optimum() {
+        for solver in [LpSolver::Microlp, LpSolver::Clarabel] {
+            let x = small().solve(solver, None).unwrap();
+            assert!((x[0] - 2.5).abs() < 1e-6, "{solver:?} {x:?}");
+            assert!((x[1] - 1.5).abs() < 1e-6, "{solver:?} {x:?}");
+        }
+    }
+
+    #[test]
+    fn an_infeasible_program_is_none_for_both() {
+        let mut lp = small();
+        lp.inequalities.push((vec![(0, 1.0)], -1.0));
+        for solver in [LpSolver::Microlp, LpSolver::Clarabel] {
+            assert_eq!(lp.solve(solver, None), None, "{solver:?}");
+        }
+    }
+}
