@@ -10,6 +10,12 @@ use crate::search::parts::EXECUTORS;
 use clap::Args;
 use std::path::PathBuf;
 
+/// Examples in `milo bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo bench --suite problems/suites/default.toml --methods best-of-n,alphaevolve,milo \\
+      --seeds 3 --budget 60 --jobs 2 --out runs/bench-default
+  milo bench --resume runs/bench-default";
+
 /// Arguments of `milo bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -67,7 +73,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     };
     let cancel = super::cancel_on_ctrl_c();
     let config = bench.config();
-    eprintln!(
+    note!(
         "milo: benchmarking {} on suite '{}' ({}), {} + {} seeds each, {} CPU seconds per run, \
          promote discoveries: {}, in {}; Ctrl-C stops, --resume {} continues",
         config.methods.join(", "),
@@ -92,7 +98,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     };
     out!("{}", table::markdown(&results))?;
-    eprintln!(
+    note!(
         "milo: results in {} (results.md, methods.csv, runs.csv, results.json); \
          draw them with: milo report {}",
         bench.dir().display(),
@@ -139,7 +145,7 @@ struct Display;
 
 impl BenchObserver for Display {
     fn starting(&mut self, run: &PlannedRun, index: usize, total: usize) {
-        eprintln!(
+        note!(
             "[{index}/{total}] {} seed {} ({} batch)…",
             run.method,
             run.seed,
@@ -148,7 +154,7 @@ impl BenchObserver for Display {
     }
 
     fn finished(&mut self, s: &RunSummary, resumed: bool) {
-        eprintln!(
+        note!(
             "  {} seed {} ({}): best {} (quality {}), {} steps, {:.1} CPU s, {:.1} s{}",
             s.method,
             s.seed,

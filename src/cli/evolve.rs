@@ -65,6 +65,13 @@ impl SlurmArgs {
     }
 }
 
+/// Examples in `milo evolve --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo evolve --jobs 2 --promote-discoveries          # the default suite, 4 rounds
+  milo evolve --suite problems/suites/arena-third-autocorrelation-inequality.toml \\
+      --hours 1 --jobs 2 --run-dir runs/third-hour
+  milo evolve --resume runs/third-hour -q             # continue, no per-step lines";
+
 /// Arguments of `milo evolve`.
 #[derive(clap::Args, Debug)]
 pub struct EvolveArgs {
@@ -139,7 +146,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         Some(dir) => Search::resume(dir, args.jobs, cancel)?,
         None => start(args, cancel)?,
     };
-    eprintln!(
+    note!(
         "milo: evolving harnesses on suite '{}' ({}; {} search tasks per round, {} validation \
          tasks{}) in {}; Ctrl-C stops after recording the last finished step, --resume {} continues",
         search.suite().name,
@@ -223,36 +230,46 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
 pub(super) struct Display;
 
 impl SearchObserver for Display {
-    fn node(&mut self, _state: &SearchState, node: &NodeRecord) {
+    fn node(&mut self, state: &SearchState, node: &NodeRecord) {
         let f = node.evaluation.fitness;
-        eprintln!(
-            "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} cost {:>8.2} latency {:>7.2}  {} ({})",
+        let cost = state
+            .config
+            .as_ref()
+            .map_or_else(|| format!("cost {:.4}", f.cost), |c| f.cost_text(c.cost));
+        note!(
+            "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} {cost}  {} ({})",
             node.round,
             node.island,
             node.mutator,
             node.id,
             node.name,
             f.quality,
-            f.cost,
-            f.latency,
-            if node.admitted() { "admitted" } else { "rejected" },
+            if node.admitted() {
+                "admitted"
+            } else {
+                "rejected"
+            },
             node.verdict.reason
         );
     }
 
     fn event(&mut self, event: &EventRecord) {
-        eprintln!("{}", event.headline());
+        note!("{}", event.headline());
     }
 
     fn failure(&mut self, failure: &FailureRecord) {
-        eprintln!(
+        note!(
             "round {:>3} island {} {} {} failed (the island skips the round): {}",
-            failure.round, failure.island, failure.part, failure.name, failure.message
+            failure.round,
+            failure.island,
+            failure.part,
+            failure.name,
+            failure.message
         );
     }
 
     fn discovery(&mut self, path: &Path, discovery: &Discovery) {
-        eprintln!(
+        note!(
             "DISCOVERY {} on task {} -> {}",
             decimal_string(&discovery.exact, 20),
             discovery.task,
@@ -268,7 +285,7 @@ impl SearchObserver for Display {
                 .unwrap_or_else(|| "-".into());
             let children = state.children(island.id);
             let admitted = children.iter().filter(|n| n.admitted()).count();
-            eprintln!(
+            note!(
                 "  after round {round}: island {} [{}] best {best}  admitted {admitted} rejected {}  stalled {}",
                 island.id,
                 island.mutator,
