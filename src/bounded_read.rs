@@ -28,6 +28,9 @@ pub const RECORD_LINE_CAP: u64 = 256 * MIB;
 /// Largest arena credentials file (one short key): 64 KiB.
 pub const CREDENTIALS_CAP: u64 = 64 * KIB;
 
+/// What standard input is called in messages (as the path of its errors).
+pub const STDIN_NAME: &str = "standard input";
+
 /// First buffer size when growing towards the cap.
 const FIRST_CHUNK: usize = 64 * 1024;
 
@@ -39,6 +42,18 @@ pub fn read_bytes_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     let bytes = read_at_most(file, cap.saturating_add(1), length_hint).map_err(read_error(path))?;
     if bytes.len() as u64 > cap {
         return Err(past_cap(path, what, cap));
+    }
+    Ok(bytes)
+}
+
+/// The bytes of standard input, at most `cap` of them; more is a [`MiloError::Malformed`] on
+/// `standard input` saying "`what` is past its size cap of …".
+pub fn read_stdin_capped(cap: u64, what: &str) -> Result<Vec<u8>> {
+    let name = Path::new(STDIN_NAME);
+    let bytes = read_at_most(std::io::stdin().lock(), cap.saturating_add(1), 0)
+        .map_err(read_error(name))?;
+    if bytes.len() as u64 > cap {
+        return Err(past_cap(name, what, cap));
     }
     Ok(bytes)
 }

@@ -14,6 +14,7 @@
 //! | 7 | write failure: a file or directory could not be written (full disk, no permission…) |
 //! | 8 | busy: another milo process holds the run or benchmark directory's lock |
 //! | 9 | would be dropped: the arena's rules would reject or discard a submission (not sent) |
+//! | 10 | not better: `milo verify FILE --against RIVAL` found that FILE does not beat RIVAL by the problem's `min_improvement` |
 //!
 //! Clap's own command-line errors exit 2 as well; a closed standard output ends the command
 //! quietly with exit 0 (see [`crate::cli`]).
@@ -43,6 +44,9 @@ pub const EXIT_BUSY: i32 = 8;
 /// drop the construction (rejected by the threshold, or discarded behind our own entry): nothing
 /// was sent. `--force` sends it anyway.
 pub const EXIT_WOULD_BE_DROPPED: i32 = 9;
+/// Exit code of `milo verify FILE --against RIVAL` when FILE is valid but does not beat RIVAL by
+/// the problem's `min_improvement` (decided on exact values), so scripts can branch on it.
+pub const EXIT_NOT_BETTER: i32 = 10;
 
 /// A rule of a problem broken by a construction, with the first offending index and value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

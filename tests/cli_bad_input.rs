@@ -2,6 +2,7 @@
 
 mod common;
 use common::milo;
+use milo::error::EXIT_NOT_BETTER;
 use std::io::Write;
 
 const FIRST: &str = "first-autocorrelation-inequality";
@@ -198,6 +199,30 @@ fn against_a_value_and_a_file_is_decided_exactly() {
         "--against",
         "2.000000009999"
     ]));
+    // The exit code tells the same: 0 when FILE beats the rival by the threshold, 10 when not.
+    assert_eq!(milo(&["verify", FIRST, &flat, "--against", &worse]).code, 0);
+    assert_eq!(
+        milo(&["verify", FIRST, &flat, "--against", "2.00000001"]).code,
+        0
+    );
+    let run = milo(&["verify", FIRST, &worse, "--against", &flat]);
+    assert_eq!(run.code, EXIT_NOT_BETTER, "{}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("does not beat"), "{}", run.stderr);
+    let run = milo(&[
+        "verify",
+        FIRST,
+        &flat,
+        "--json",
+        "--against",
+        "2.000000009999",
+    ]);
+    assert_eq!(run.code, EXIT_NOT_BETTER, "{}", run.stderr);
+    assert_eq!(run.json()["against"]["beats"], false);
+    let quiet = milo(&["verify", FIRST, &flat, "--against", "2", "-q"]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (EXIT_NOT_BETTER, ""));
+    // Without --against, not beating the arena's #1 is no failure.
+    assert_eq!(milo(&["verify", FIRST, &worse]).code, 0);
     let run = milo(&["verify", FIRST, &flat, "--against", "not-a-thing"]);
     assert_eq!(run.code, 2);
     let report = milo(&["verify", FIRST, &flat, "--json"]).json();
@@ -205,6 +230,94 @@ fn against_a_value_and_a_file_is_decided_exactly() {
         report["score_exact"],
         "2.000000000000000000000000000000000000000e0"
     );
+}
+
+/// Direction and threshold of a problem, from `milo problems --json`.
+fn direction_and_threshold(slug: &str) -> (bool, f64) {
+    let problems = milo(&["problems", "--json"]).json();
+    let problem = problems["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["slug"] == slug)
+        .unwrap_or_else(|| panic!("{slug} in {problems}"))
+        .clone();
+    (
+        problem["direction"] == "minimize",
+        problem["min_improvement"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn against_exit_codes_on_project_constructions() {
+    // The optimized start beats the simple one it came from (constructions/README.md), and a
+    // construction never beats itself.
+    let dir = common::root().join("constructions").join(FIRST);
+    let optimized = dir.join("opt-arcsine-s1.json");
+    let simple = dir.join("capped-arcsine-600.json");
+    let (optimized, simple) = (optimized.to_str().unwrap(), simple.to_str().unwrap());
+    let exact = |path: &str| milo(&["verify", FIRST, path, "--json"]).json()["score_exact"].clone();
+    let (minimize, threshold) = direction_and_threshold(FIRST);
+    let (a, b) = (exact(optimized), exact(simple));
+    let parse = |v: &serde_json::Value| v.as_str().unwrap().parse::<f64>().unwrap();
+    let gain = if minimize {
+        parse(&b) - parse(&a)
+    } else {
+        parse(&a) - parse(&b)
+    };
+    assert!(
+        gain > 100.0 * threshold,
+        "the fixture must be decisive: {gain}"
+    );
+    assert_eq!(
+        milo(&["verify", FIRST, optimized, "--against", simple]).code,
+        0
+    );
+    assert_eq!(
+        milo(&["verify", FIRST, simple, "--against", optimized]).code,
+        EXIT_NOT_BETTER
+    );
+    assert_eq!(
+        milo(&["verify", FIRST, simple, "--against", simple]).code,
+        EXIT_NOT_BETTER
+    );
+}
+
+#[test]
+fn against_exit_codes_on_arena_constructions() {
+    let Some(arena) = common::arena_dir("against_exit_codes_on_arena_constructions") else {
+        return;
+    };
+    let entries = common::arena_entries(&arena);
+    let mut decided = 0;
+    for a in &entries {
+        for b in entries
+            .iter()
+            .filter(|b| b.problem == a.problem && b.path != a.path)
+        {
+            let (minimize, threshold) = direction_and_threshold(&a.problem);
+            let gain = if minimize {
+                b.arena_score_numpy - a.arena_score_numpy
+            } else {
+                a.arena_score_numpy - b.arena_score_numpy
+            };
+            // The numpy scores are within 1e-12 of the exact ones: skip pairs that close to the
+            // threshold, where only the exact verifier can tell.
+            if (gain - threshold).abs() < 1e-10 {
+                continue;
+            }
+            let want = if gain >= threshold {
+                0
+            } else {
+                EXIT_NOT_BETTER
+            };
+            let (pa, pb) = (a.path.to_str().unwrap(), b.path.to_str().unwrap());
+            let run = milo(&["verify", &a.problem, pa, "--against", pb, "--mode", "exact"]);
+            assert_eq!(run.code, want, "{pa} against {pb}: {}", run.stderr);
+            decided += 1;
+        }
+    }
+    assert!(decided >= 8, "{decided} pairs decided");
 }
 
 #[test]

@@ -552,6 +552,20 @@ fn a_construction_that_never_ends_stops_at_its_cap() {
 }
 
 #[test]
+fn standard_input_that_never_ends_stops_at_its_cap() {
+    let args = ["verify", FIRST, "-"].map(String::from);
+    let run = milo_after("ulimit -v 2000000; exec < /dev/zero", &args);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &[
+            "standard input",
+            &past_cap("construction", CONSTRUCTION_CAP),
+        ],
+    );
+}
+
+#[test]
 fn a_sparse_2_gb_construction_stops_at_its_cap() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("huge.json");

@@ -62,6 +62,33 @@ pub struct SendArgs {
     pub force: bool,
 }
 
+/// Examples in `milo arena --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo arena pull first-autocorrelation-inequality --limit 5
+  milo arena leaderboard first-autocorrelation-inequality
+  milo arena submit first-autocorrelation-inequality best.npy --dry-run
+  milo arena status";
+
+/// Examples in `milo arena pull --help`.
+const PULL_EXAMPLES: &str = "Examples:
+  milo arena pull first-autocorrelation-inequality
+  milo arena pull erdos-min-overlap --limit 20 --into pulled/erdos --force --json";
+
+/// Examples in `milo arena submit --help`.
+const SUBMIT_EXAMPLES: &str = "Examples:
+  milo arena submit first-autocorrelation-inequality best.json --dry-run
+  milo arena submit third-autocorrelation-inequality best.npy --agent my-agent";
+
+/// Examples in `milo arena status --help`.
+const STATUS_EXAMPLES: &str = "Examples:
+  milo arena status
+  milo arena status 123 --ledger camp/ledger.jsonl";
+
+/// Examples in `milo arena leaderboard --help`.
+const LEADERBOARD_EXAMPLES: &str = "Examples:
+  milo arena leaderboard first-autocorrelation-inequality
+  milo arena leaderboard first-autocorrelation-inequality --limit 20 --pulled camp/pull";
+
 /// Arguments of `milo arena`.
 #[derive(clap::Args, Debug)]
 pub struct ArenaArgs {
@@ -78,6 +105,7 @@ enum ArenaCommand {
     /// 5 some arena score disagrees by more than 1e-12 relative; 4 the server could not be
     /// reached in time or gave an unusable answer; 2 usage errors (unknown slug, a non-empty
     /// target without --force). On any error nothing is left at the target.
+    #[command(after_help = PULL_EXAMPLES)]
     Pull(PullArgs),
     /// Check a construction against the live problem and leaderboard, on exact values, and send
     /// it (inline, or as a blob above 2 MB), recording it in the ledger.
@@ -90,12 +118,15 @@ enum ArenaCommand {
     /// Exit codes: 0 sent (or, with --dry-run, would be kept); 9 the rules would drop it, nothing
     /// sent; 3 the construction is invalid; 4 the server failed, refused the key or kept
     /// rate-limiting past --max-wait; 2 usage errors and unreadable files.
+    #[command(after_help = SUBMIT_EXAMPLES)]
     Submit(SubmitArgs),
     /// Ask the arena for the status of the ledger's pending submissions (or of one ID), record
     /// what changed, and list every submission with its latest status.
+    #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
     /// The live leaderboard (each agent's best), beside our exact re-scores of the entries a
     /// `milo arena pull` saved.
+    #[command(after_help = LEADERBOARD_EXAMPLES)]
     Leaderboard(LeaderboardArgs),
 }
 
@@ -104,7 +135,7 @@ enum ArenaCommand {
 pub struct SubmitArgs {
     /// Problem slug (see `milo problems`).
     slug: String,
-    /// The construction file.
+    /// The construction file: JSON, .npy or text, optionally gzipped.
     file: PathBuf,
     #[command(flatten)]
     server: ServerArgs,

@@ -12,6 +12,12 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// Examples in `milo bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo bench --suite problems/suites/default.toml --methods best-of-n,alphaevolve,milo \\
+      --seeds 3 --budget 60 --jobs 2 --out runs/bench-default
+  milo bench --resume runs/bench-default";
+
 /// Arguments of `milo bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -69,7 +75,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     };
     let cancel = super::cancel_on_ctrl_c();
     let config = bench.config();
-    eprintln!(
+    note!(
         "milo: benchmarking {} on suite '{}' ({}), {} + {} seeds each, {} CPU seconds per run, \
          promote discoveries: {}, in {}; Ctrl-C stops, --resume {} continues",
         config.methods.join(", "),
@@ -103,7 +109,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     };
     out!("{}", table::markdown(&results))?;
-    eprintln!(
+    note!(
         "milo: results in {} (results.md, methods.csv, runs.csv, results.json); \
          draw them with: milo report {}",
         bench.dir().display(),

@@ -21,6 +21,12 @@ use crate::suite::{Suite, TaskBudget};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Examples in `milo campaign --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo campaign first-autocorrelation-inequality --hours 2 --jobs 2
+  milo campaign third-autocorrelation-inequality --rounds 3 --limit 5 --agent my-agent --submit
+  milo campaign --resume campaigns/first-autocorrelation-inequality-2026-12-03T20-00-00Z";
+
 /// Arguments of `milo campaign`.
 #[derive(clap::Args, Debug)]
 pub struct CampaignArgs {
@@ -102,7 +108,7 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         }
         None => create(args, cancel)?,
     };
-    eprintln!(
+    note!(
         "milo campaign: {} against {} in {} ({}); --resume {} continues",
         campaign.settings().slug,
         campaign.settings().base_url,

@@ -63,6 +63,13 @@ impl SlurmArgs {
     }
 }
 
+/// Examples in `milo evolve --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo evolve --jobs 2 --promote-discoveries          # the default suite, 4 rounds
+  milo evolve --suite problems/suites/arena-third-autocorrelation-inequality.toml \\
+      --hours 1 --jobs 2 --run-dir runs/third-hour
+  milo evolve --resume runs/third-hour -q             # continue, no per-step lines";
+
 /// Arguments of `milo evolve`.
 #[derive(clap::Args, Debug)]
 pub struct EvolveArgs {
@@ -141,7 +148,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         Some(dir) => Search::resume(dir, args.jobs, cancel)?,
         None => start(args, cancel)?,
     };
-    eprintln!(
+    note!(
         "milo: evolving harnesses on suite '{}' ({}; {} search tasks per round, {} validation \
          tasks{}) in {}; Ctrl-C stops after recording the last finished step, --resume {} continues",
         search.suite().name,

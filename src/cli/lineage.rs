@@ -6,6 +6,11 @@ use crate::search::state::SearchState;
 use serde_json::json;
 use std::path::PathBuf;
 
+/// Examples in `milo lineage --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo lineage runs/third-hour
+  milo lineage runs/third-hour --json | python3 -m json.tool";
+
 /// Arguments of `milo lineage`.
 #[derive(clap::Args, Debug)]
 pub struct LineageArgs {
@@ -53,6 +58,14 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         return super::json_line(
             &json!({ "nodes": nodes, "events": events, "failures": state.failures }),
         );
+    }
+    if let Some(config) = &state.config {
+        out!(
+            "cost in {}, latency in {} (the run's cost measure: {:?})",
+            config.cost.cost_unit(),
+            config.cost.latency_unit(),
+            config.cost
+        )?;
     }
     out!(
         "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9} {:>9} {:>8}  verdict",

@@ -12,9 +12,21 @@ macro_rules! out {
     };
 }
 
+/// Prints one line of progress or information on standard error like `eprintln!`, unless
+/// `-q/--quiet` was given (errors are reported through [`report`] and always print).
+macro_rules! note {
+    ($($arg:tt)*) => {
+        if !$crate::cli::is_quiet() {
+            eprintln!($($arg)*);
+        }
+    };
+}
+
 mod arena;
 mod bench;
 mod campaign;
+mod completions;
+mod convert;
 mod evolve;
 mod lineage;
 mod optimize;
@@ -31,6 +43,15 @@ use crate::error::{MiloError, Result, EXIT_OK};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether `-q/--quiet` was given: set once by [`execute`], read by [`note!`].
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Whether progress and information on standard error are silenced (`-q/--quiet`).
+pub fn is_quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
 
 /// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
 /// installs it once).
@@ -41,10 +62,22 @@ fn cancel_on_ctrl_c() -> CancelToken {
     cancel
 }
 
+/// Examples in `milo --help`.
+const EXAMPLES: &str = "Examples:
+  milo problems
+  milo verify first-autocorrelation-inequality best.npy --against 1.5029
+  milo optimize third-autocorrelation-inequality --start start.json --budget 60 --out best.npy
+  milo evolve --jobs 2 --promote-discoveries
+  milo completions bash > ~/.local/share/bash-completion/completions/milo";
+
 /// Verify, improve and benchmark constructions for the EinsteinArena problems.
 #[derive(Parser, Debug)]
-#[command(name = "milo", version, about)]
+#[command(name = "milo", version, about, after_help = EXAMPLES)]
 pub struct Cli {
+    /// Silence progress and information on standard error (spinners, start lines, per-step
+    /// lines); errors still print.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -52,29 +85,49 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List the problems with their thresholds and known records.
+    #[command(after_help = problems::EXAMPLES)]
     Problems(problems::ProblemsArgs),
     /// Check a construction's validity and score it, fast (float64) and exactly.
+    ///
+    /// Exit codes: 0 valid (and, with --against, better by min_improvement); 10 valid but not
+    /// better than the --against rival; 3 invalid construction; 6 unreadable or malformed
+    /// file; 2 usage errors.
+    #[command(after_help = verify::EXAMPLES)]
     Verify(verify::VerifyArgs),
     /// Improve a construction with an optimizer program under a budget.
+    #[command(after_help = optimize::EXAMPLES)]
     Optimize(optimize::OptimizeArgs),
+    /// Convert a construction between JSON, .npy and text, bit for bit.
+    #[command(after_help = convert::EXAMPLES)]
+    Convert(convert::ConvertArgs),
     /// Talk to the EinsteinArena server: `pull` a live leaderboard (re-verified), `submit` a
     /// construction (exact pre-checks against the live rules), `status`, `leaderboard`.
+    #[command(after_help = arena::EXAMPLES)]
     Arena(arena::ArenaArgs),
     /// From a live leaderboard to a verified submission: pull, freeze into a suite, search with
     /// discoveries promoted, offer each new best to the arena (sent only with --submit).
+    #[command(after_help = campaign::EXAMPLES)]
     Campaign(Box<campaign::CampaignArgs>),
     /// Task suites: `freeze` construction files into a suite, `show` its tasks and start scores.
+    #[command(after_help = suite::EXAMPLES)]
     Suite(suite::SuiteArgs),
     /// The MILO search: evolve optimizer-writing harnesses across islands on a task suite.
+    #[command(after_help = evolve::EXAMPLES)]
     Evolve(evolve::EvolveArgs),
     /// Show a search run's lineage: every harness tried, every orchestrator move and failure.
+    #[command(after_help = lineage::EXAMPLES)]
     Lineage(lineage::LineageArgs),
     /// Benchmark search methods against each other on a suite at equal CPU budget.
+    #[command(after_help = bench::EXAMPLES)]
     Bench(bench::BenchArgs),
     /// Write an HTML report with figures of a search run or a benchmark directory.
+    #[command(after_help = report::EXAMPLES)]
     Report(report::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = completions::EXAMPLES)]
+    Completions(completions::CompletionsArgs),
     /// Run one spooled attempt task and write its result (what a Slurm job runs; not for hands).
-    #[command(hide = true)]
+    #[command(hide = true, after_help = worker::EXAMPLES)]
     Worker(worker::WorkerArgs),
 }
 
@@ -86,10 +139,13 @@ pub fn run() -> i32 {
 /// Runs a parsed command line and returns the process exit code (errors are printed on one line
 /// of standard error).
 pub fn execute(cli: Cli) -> i32 {
+    QUIET.store(cli.quiet, Ordering::Relaxed);
     let outcome = match cli.command {
         Command::Problems(args) => problems::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Optimize(args) => optimize::run(&args),
+        Command::Convert(args) => convert::run(&args),
+        Command::Completions(args) => completions::run(&args),
         Command::Arena(args) => arena::run(&args),
         Command::Campaign(args) => campaign::run(&args),
         Command::Suite(args) => suite::run(&args),
@@ -146,5 +202,73 @@ fn print_json(value: &serde_json::Value) -> i32 {
         Ok(code) => code,
         Err(err) if is_closed_stdout(&err) => EXIT_OK,
         Err(err) => report(&err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every command and subcommand, with its path of names (`milo arena pull`).
+    fn commands(command: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        out.push((path.clone(), command.clone()));
+        for sub in command.get_subcommands() {
+            commands(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    /// The `milo …` invocations of an examples block: continuation lines joined, a trailing
+    /// comment and anything after a shell operator (`|`, `>`, `<`, `&&`, `;`) cut.
+    fn invocations(examples: &str) -> Vec<Vec<String>> {
+        examples
+            .replace("\\\n", " ")
+            .lines()
+            .filter_map(|line| line.find("milo ").map(|at| &line[at..]))
+            .map(|line| {
+                let line = line.split(" #").next().unwrap_or(line);
+                let line = line
+                    .split(['|', '>', '<', ';'])
+                    .next()
+                    .unwrap_or(line)
+                    .split("&&")
+                    .next()
+                    .unwrap_or(line);
+                line.split_whitespace().map(str::to_string).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_command_has_examples_that_parse() {
+        let mut all = Vec::new();
+        commands(&Cli::command(), "milo".into(), &mut all);
+        assert!(all.len() > 15, "{} commands", all.len());
+        for (path, command) in &all {
+            let help = command
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(help.starts_with("Examples"), "{path}: no examples");
+            let runs = invocations(&help);
+            assert!(!runs.is_empty(), "{path}: no `milo` line in {help}");
+            for words in runs {
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("{path}: example {words:?} does not parse: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn quiet_is_global_and_short() {
+        for args in [
+            ["milo", "-q", "problems"],
+            ["milo", "problems", "-q"],
+            ["milo", "problems", "--quiet"],
+        ] {
+            assert!(Cli::try_parse_from(args).unwrap().quiet, "{args:?}");
+        }
+        assert!(!Cli::try_parse_from(["milo", "problems"]).unwrap().quiet);
     }
 }

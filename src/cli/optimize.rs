@@ -13,12 +13,20 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Examples in `milo optimize --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo optimize third-autocorrelation-inequality \\
+      --start constructions/third-autocorrelation-inequality/capped-arcsine-400.json --budget 60
+  milo optimize first-autocorrelation-inequality --start start.npy --evaluations 20000 \\
+      --seed 3 --out best.npy --trace trace.json     # .npy out for np.load
+  milo optimize erdos-min-overlap --start - --budget 30 --json -q < start.txt";
+
 /// Arguments of `milo optimize`.
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
     /// Problem slug (see `milo problems`).
     problem: String,
-    /// The start construction.
+    /// The start construction: JSON, .npy or text, optionally gzipped; `-` reads standard input.
     #[arg(long)]
     start: PathBuf,
     /// Program file (TOML); default: the problem's default program.
@@ -36,14 +44,16 @@ pub struct OptimizeArgs {
     /// Threads for independent restarts.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
-    /// Where to write the best construction (created at the start; an existing file is refused).
+    /// Where to write the best construction, in the format its name asks for (`.npy` float64,
+    /// `.txt`/`.csv` text, anything else JSON; `.gz` gzips): created at the start, an existing
+    /// file is refused.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Write the run's trace (per-stage records, best score over time) as JSON here (created at
     /// the start; an existing file is refused).
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Print one JSON object instead of text (and no progress bar).
+    /// Print one JSON object instead of text (and no progress bar; -q hides it too).
     #[arg(long)]
     json: bool,
 }
@@ -221,7 +231,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         // Ctrl-C: stages wind down, the best so far is verified and written.
         cancel: super::cancel_on_ctrl_c(),
     };
-    eprintln!(
+    note!(
         "milo: optimizing {} (n = {}) with program '{}'; Ctrl-C writes the best so far to {}",
         problem.slug(),
         start.len(),

@@ -3,6 +3,11 @@
 use crate::error::Result;
 use crate::problems::all;
 
+/// Examples in `milo problems --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo problems
+  milo problems --json | python3 -m json.tool";
+
 /// Arguments of `milo problems`.
 #[derive(clap::Args, Debug)]
 pub struct ProblemsArgs {

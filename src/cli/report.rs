@@ -4,6 +4,11 @@ use crate::error::{Result, EXIT_OK};
 use crate::report::write_report;
 use std::path::PathBuf;
 
+/// Examples in `milo report --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo report runs/third-hour                 # writes runs/third-hour/report/index.html
+  milo report runs/bench-default --out site/bench";
+
 /// Arguments of `milo report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {

@@ -194,17 +194,23 @@ impl SearchStatus {
 impl SearchObserver for SearchStatus {
     fn node(&mut self, state: &SearchState, node: &NodeRecord) {
         let f = node.evaluation.fitness;
+        let cost = state
+            .config
+            .as_ref()
+            .map_or_else(|| format!("cost {:.4}", f.cost), |c| f.cost_text(c.cost));
         self.detail(format!(
-            "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} cost {:>8.2} latency {:>7.2}  {} ({})",
+            "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} {cost}  {} ({})",
             node.round,
             node.island,
             node.mutator,
             node.id,
             node.name,
             f.quality,
-            f.cost,
-            f.latency,
-            if node.admitted() { "admitted" } else { "rejected" },
+            if node.admitted() {
+                "admitted"
+            } else {
+                "rejected"
+            },
             node.verdict.reason
         ));
         self.refresh(state);

@@ -19,17 +19,20 @@ pub const INTERVAL_VARIABLE: &str = "MILO_STATUS_SECONDS";
 
 /// A status line on standard error (see the module documentation).
 pub struct StatusLine {
+    hidden: bool,
     message: Arc<Mutex<String>>,
     bar: Option<ProgressBar>,
     ticker: Option<(Sender<()>, JoinHandle<()>)>,
 }
 
 impl StatusLine {
-    /// Starts the status line, prefixed with `name` in plain lines; `hidden` shows nothing.
+    /// Starts the status line, prefixed with `name` in plain lines; `hidden` (or `-q`) shows
+    /// nothing, detail lines included.
     pub fn start(name: &'static str, hidden: bool) -> StatusLine {
         let message = Arc::new(Mutex::new(String::new()));
-        if hidden {
+        if hidden || super::is_quiet() {
             return StatusLine {
+                hidden: true,
                 message,
                 bar: None,
                 ticker: None,
@@ -43,6 +46,7 @@ impl StatusLine {
             );
             bar.enable_steady_tick(Duration::from_millis(250));
             return StatusLine {
+                hidden: false,
                 message,
                 bar: Some(bar),
                 ticker: None,
@@ -61,6 +65,7 @@ impl StatusLine {
             }
         });
         StatusLine {
+            hidden: false,
             message,
             bar: None,
             ticker: Some((stop, ticker)),
@@ -81,6 +86,7 @@ impl StatusLine {
     pub fn println(&self, line: &str) {
         match &self.bar {
             Some(bar) => bar.println(line),
+            None if self.hidden => {}
             None => eprintln!("{line}"),
         }
     }

@@ -11,6 +11,24 @@ use clap::Subcommand;
 use serde_json::json;
 use std::path::PathBuf;
 
+/// Examples in `milo suite --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo suite show problems/suites/default.toml
+  milo suite freeze --problem third-autocorrelation-inequality --from ../shared/arena/third-autocorrelation-inequality \\
+      --programs problems/optimizers/third-autocorrelation-inequality.default.toml --seeds 1,2 \\
+      --validation-seeds 3 --budget-evaluations 3000 --out my-suite.toml";
+
+/// Examples in `milo suite freeze --help`.
+const FREEZE_EXAMPLES: &str = "Examples:
+  milo suite freeze --problem first-autocorrelation-inequality --from arena/first-autocorrelation-inequality \\
+      --programs problems/optimizers/first-autocorrelation-inequality.default.toml --seeds 1,2 \\
+      --validation-starts alphaevolve --budget-evaluations 2000 --out first.toml";
+
+/// Examples in `milo suite show --help`.
+const SHOW_EXAMPLES: &str = "Examples:
+  milo suite show problems/suites/default.toml
+  milo suite show my-suite.toml --json";
+
 /// Arguments of `milo suite`.
 #[derive(clap::Args, Debug)]
 pub struct SuiteArgs {
@@ -21,8 +39,10 @@ pub struct SuiteArgs {
 #[derive(Subcommand, Debug)]
 enum SuiteCommand {
     /// Build a suite file from construction files, pinning each by sha256.
+    #[command(after_help = FREEZE_EXAMPLES)]
     Freeze(Box<FreezeArgs>),
     /// Verify a suite and list its tasks with their start scores.
+    #[command(after_help = SHOW_EXAMPLES)]
     Show(ShowArgs),
 }
 

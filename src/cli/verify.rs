@@ -1,7 +1,7 @@
 //! `milo verify PROBLEM FILE`: validity, float64 and exact scores, and an optional rival.
 
-use crate::construction::read_values;
-use crate::error::{MiloError, Result, Violation, EXIT_INVALID, EXIT_OK};
+use crate::construction::{read_values, STDIN_ARGUMENT, STDIN_NAME};
+use crate::error::{MiloError, Result, Violation, EXIT_INVALID, EXIT_NOT_BETTER, EXIT_OK};
 use crate::exact::rational::{decimal_string, parse_decimal, SCORE_DIGITS};
 use crate::problems::{by_slug, Problem};
 use crate::verify::{
@@ -12,12 +12,21 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// Examples in `milo verify --help`.
+pub const EXAMPLES: &str = "Examples:
+  milo verify first-autocorrelation-inequality best.json
+  milo verify third-autocorrelation-inequality run.npy --json
+  python3 make.py | milo verify erdos-min-overlap -          # read standard input
+  milo verify first-autocorrelation-inequality mine.json --against theirs.json && echo better
+  milo verify first-autocorrelation-inequality mine.txt --against 1.5029 -q; echo $?   # 10: not better";
+
 /// Arguments of `milo verify`.
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
     /// Problem slug (see `milo problems`).
     problem: String,
-    /// Construction file: {"values": [...]} or a bare array, optionally gzipped.
+    /// Construction: JSON ({"values": [...]}, {"data": {"values": [...]}} or a bare array),
+    /// .npy (1-D), or text (np.savetxt), optionally gzipped; `-` reads standard input.
     file: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -25,8 +34,9 @@ pub struct VerifyArgs {
     /// Which scores to compute.
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// A rival construction file or score value; reports whether FILE beats it by the
-    /// problem's min_improvement, decided on exact values.
+    /// A rival construction file (any format FILE may be; `-` for standard input) or score
+    /// value; reports whether FILE beats it by the problem's min_improvement, decided on exact
+    /// values, and exits 10 when it does not.
     #[arg(long, value_name = "FILE_OR_VALUE")]
     against: Option<String>,
     /// Score arrays longer than the arena accepts instead of rejecting them.
@@ -51,6 +61,11 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     } else {
         options
     };
+    if args.file == Path::new(STDIN_ARGUMENT) && args.against.as_deref() == Some(STDIN_ARGUMENT) {
+        return Err(MiloError::Usage(
+            "FILE and --against cannot both be `-`: standard input holds one construction".into(),
+        ));
+    }
     let started = Instant::now();
     let values = read_for(problem, &args.file);
     let parse_seconds = started.elapsed().as_secs_f64();
@@ -71,12 +86,36 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         .zip(rival.as_ref())
         .map(|(score, (value, label))| compare(problem, score, value, label));
     let leader = exact.and_then(|score| compare_with_arena_leader(problem, score));
+    let not_better = comparison.as_ref().filter(|c| !c.beats).map(|c| {
+        format!(
+            "milo: {} does not beat {} by min_improvement {:e} (improvement {})",
+            shown_name(&args.file),
+            c.against,
+            c.min_improvement,
+            c.improvement
+        )
+    });
     if args.json {
         print_json_report(problem, &verification, comparison, leader)?;
     } else {
         print_text_report(problem, &args.file, &verification, comparison, leader)?;
     }
-    Ok(EXIT_OK)
+    match not_better {
+        Some(note) => {
+            note!("{note}");
+            Ok(EXIT_NOT_BETTER)
+        }
+        None => Ok(EXIT_OK),
+    }
+}
+
+/// A construction's name in messages: its path, or `standard input` for `-`.
+fn shown_name(path: &Path) -> String {
+    if path == Path::new(STDIN_ARGUMENT) {
+        STDIN_NAME.to_string()
+    } else {
+        path.display().to_string()
+    }
 }
 
 /// Reads a construction; violations found while reading are attributed to the problem.
@@ -100,7 +139,7 @@ fn rival_score(
         return Ok((value, format!("value {spec}")));
     }
     let path = Path::new(spec);
-    if !path.exists() {
+    if spec != STDIN_ARGUMENT && !path.exists() {
         return Err(MiloError::Usage(format!(
             "--against {spec}: neither a number nor an existing file"
         )));
@@ -174,7 +213,7 @@ fn print_text_report(
     leader: Option<Comparison>,
 ) -> Result<()> {
     out!("problem       {}", problem.slug())?;
-    out!("file          {}", file.display())?;
+    out!("file          {}", shown_name(file))?;
     out!("n             {}", v.n)?;
     out!("valid         yes")?;
     if let Some(fast) = v.fast {

@@ -4,6 +4,10 @@ use crate::error::{Result, EXIT_OK};
 use crate::executor::spool::work;
 use std::path::PathBuf;
 
+/// Examples in `milo worker --help`.
+pub const EXAMPLES: &str = "Examples (what a Slurm job script runs):
+  milo worker RUN/spool/BATCH/task-0.json RUN/spool/BATCH/result-0.json";
+
 /// Arguments of `milo worker`.
 #[derive(clap::Args, Debug)]
 pub struct WorkerArgs {

@@ -83,7 +83,15 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
         ("seed", config.seed.to_string()),
         ("patience", config.patience.to_string()),
         ("quality", format!("{:?}", config.quality).to_lowercase()),
-        ("cost", format!("{:?}", config.cost).to_lowercase()),
+        (
+            "cost",
+            format!(
+                "{} (cost in {}, latency in {})",
+                format!("{:?}", config.cost).to_lowercase(),
+                config.cost.cost_unit(),
+                config.cost.latency_unit()
+            ),
+        ),
         ("attempts", config.attempts.to_string()),
         ("writer", config.writer.clone()),
         ("mutators", config.mutators.join(", ")),
@@ -211,6 +219,8 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
     best_construction(&mut page, dir, &suite, out)?;
 
     page.heading("Nodes");
+    let cost_header = format!("cost ({})", config.cost.cost_unit());
+    let latency_header = format!("latency ({})", config.cost.latency_unit());
     let node_rows: Vec<_> = state
         .nodes
         .iter()
@@ -243,8 +253,8 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             "mutator",
             "parents",
             "quality",
-            "cost",
-            "latency",
+            &cost_header,
+            &latency_header,
             "best search score",
             "verdict",
             "reason",

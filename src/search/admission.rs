@@ -48,14 +48,6 @@ fn task_cost(task: &TaskResult, measure: CostMeasure) -> f64 {
     }
 }
 
-/// The unit of a cost in `measure`.
-pub fn cost_unit(measure: CostMeasure) -> &'static str {
-    match measure {
-        CostMeasure::Measured => "CPU s",
-        CostMeasure::Counted => "M cell-evaluations",
-    }
-}
-
 /// Decides whether `child` joins its parent's island, both evaluated on the same tasks (in the
 /// same order) under `measure`.
 pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> Verdict {
@@ -96,7 +88,7 @@ pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> V
     let (gain, gain_error) = paired(&gains);
     let (saving, saving_error) = paired(&savings);
     let n = gains.len();
-    let unit = cost_unit(measure);
+    let unit = measure.cost_unit();
     let gain_text =
         format!("mean gain over the parent {gain:+.4} ± {gain_error:.4} (paired SE, {n} tasks)");
     if gain > 0.0 && gain > STANDARD_ERRORS * gain_error {

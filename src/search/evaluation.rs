@@ -45,6 +45,24 @@ pub enum CostMeasure {
     Counted,
 }
 
+impl CostMeasure {
+    /// The unit of a cost (a fitness's `cost`, a task's cost) in this measure.
+    pub fn cost_unit(self) -> &'static str {
+        match self {
+            CostMeasure::Measured => "CPU s",
+            CostMeasure::Counted => "M cell-evaluations",
+        }
+    }
+
+    /// The unit of a latency (a fitness's `latency`) in this measure.
+    pub fn latency_unit(self) -> &'static str {
+        match self {
+            CostMeasure::Measured => "wall s",
+            CostMeasure::Counted => "M cell-evaluations",
+        }
+    }
+}
+
 /// How a harness is evaluated.
 pub struct EvaluationSettings<'a> {
     /// The problem of the suite.

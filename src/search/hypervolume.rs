@@ -28,6 +28,18 @@ pub struct Fitness {
 }
 
 impl Fitness {
+    /// Cost and latency with their units in `measure`, e.g. `cost 1.2345 M cell-evaluations,
+    /// latency 0.4000 M cell-evaluations` or `cost 1.2345 CPU s, latency 0.8000 wall s`.
+    pub fn cost_text(&self, measure: super::evaluation::CostMeasure) -> String {
+        format!(
+            "cost {:.4} {}, latency {:.4} {}",
+            self.cost,
+            measure.cost_unit(),
+            self.latency,
+            measure.latency_unit()
+        )
+    }
+
     /// Whether all three objectives are finite numbers.
     pub fn is_finite(&self) -> bool {
         self.quality.is_finite() && self.cost.is_finite() && self.latency.is_finite()

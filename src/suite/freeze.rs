@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 pub struct FreezeRequest {
     /// The problem's slug.
     pub problem: String,
-    /// Construction files, or folders whose `*.json` / `*.json.gz` constructions are taken
-    /// (provenance files, `MANIFEST.json` and `PULL.json` skipped).
+    /// Construction files, or folders whose `*.json`, `*.npy` constructions (optionally `.gz`)
+    /// are taken (provenance files, `MANIFEST.json` and `PULL.json` skipped).
     pub from: Vec<PathBuf>,
     /// Parent optimizer program files.
     pub programs: Vec<PathBuf>,
@@ -155,7 +155,7 @@ fn construction_files(from: &[PathBuf]) -> Result<Vec<PathBuf>> {
         }
         if found.is_empty() {
             return Err(MiloError::Usage(format!(
-                "--from {}: the folder holds no *.json or *.json.gz construction files",
+                "--from {}: the folder holds no *.json or *.npy construction files (optionally .gz)",
                 item.display()
             )));
         }
@@ -165,23 +165,26 @@ fn construction_files(from: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The endings of construction files taken from a folder, longest first.
+const CONSTRUCTION_ENDINGS: [&str; 4] = [".json.gz", ".json", ".npy.gz", ".npy"];
+
 /// Whether a file name in a folder is a construction (not provenance, a manifest or a pull record).
 fn is_construction_name(name: &str) -> bool {
-    (name.ends_with(".json") || name.ends_with(".json.gz"))
+    CONSTRUCTION_ENDINGS.iter().any(|e| name.ends_with(e))
         && !name.ends_with(".provenance.json")
         && name != "MANIFEST.json"
         && name != "PULL.json"
 }
 
-/// The file name without `.json.gz` / `.json`.
+/// The file name without its construction ending (`.json.gz`, `.json`, `.npy.gz`, `.npy`).
 fn label_of(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stem = name
-        .strip_suffix(".json.gz")
-        .or_else(|| name.strip_suffix(".json"))
+    let stem = CONSTRUCTION_ENDINGS
+        .iter()
+        .find_map(|e| name.strip_suffix(e))
         .unwrap_or(&name);
     stem.replace(|c: char| c == '/' || c.is_whitespace(), "-")
 }
@@ -210,6 +213,9 @@ mod tests {
     fn construction_names_skip_provenance_and_manifest() {
         assert!(is_construction_name("rank-01-a.json"));
         assert!(is_construction_name("x.json.gz"));
+        assert!(is_construction_name("x.npy"));
+        assert!(is_construction_name("x.npy.gz"));
+        assert!(!is_construction_name("notes.txt"));
         assert!(!is_construction_name("rank-01-a.provenance.json"));
         assert!(!is_construction_name("MANIFEST.json"));
         assert!(!is_construction_name("PULL.json"));
@@ -220,5 +226,6 @@ mod tests {
     fn labels_drop_the_extension() {
         assert_eq!(label_of(Path::new("a/b/rank-01-x.json.gz")), "rank-01-x");
         assert_eq!(label_of(Path::new("c d.json")), "c-d");
+        assert_eq!(label_of(Path::new("run.npy.gz")), "run");
     }
 }

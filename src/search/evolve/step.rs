@@ -318,6 +318,7 @@ impl Search {
                 &forgotten
             },
             seed: rng.gen(),
+            cost: config.cost,
         };
         // Dry run: a proposal that would make the agent behave as under the parent (on the
         // evidence of the parent's latest run) is re-proposed with a fresh seed, a few times.

@@ -33,6 +33,7 @@ impl Mutator for Blind {
             history: Vec::new(),
             rejected: ctx.rejected,
             seed: ctx.seed,
+            cost: ctx.cost,
         };
         let inner: &dyn Mutator = if ctx.seed.is_multiple_of(2) {
             &Tuner

@@ -19,6 +19,7 @@ use super::{
     Proposal,
 };
 use crate::harness::{kind_key, EditKind, Harness, Rule};
+use crate::search::evaluation::CostMeasure;
 use crate::search::lineage::NodeRecord;
 use rand::Rng;
 use std::collections::BTreeSet;
@@ -48,7 +49,7 @@ impl Mutator for Breeder {
                 tuner::nudge(parent, &diagnosis, rng, try_number)
             });
         };
-        lines.extend(compare(parent_node, co_node, source));
+        lines.extend(compare(parent_node, co_node, source, ctx.cost));
         let co_better = co_node.evaluation.fitness.quality > parent_node.evaluation.fitness.quality;
         fresh(ctx, self.name(), lines, &[co_parent], |rng, _| {
             Some(cross(parent, co_parent, co_better, rng))
@@ -75,8 +76,8 @@ fn best_other<'a>(ctx: &MutationContext<'a>) -> Option<(&'a NodeRecord, &'a Harn
     best
 }
 
-/// The two parents compared, one line each.
-fn compare(parent: &NodeRecord, co: &NodeRecord, source: &str) -> Vec<String> {
+/// The two parents compared, one line each (costs in `cost`'s units).
+fn compare(parent: &NodeRecord, co: &NodeRecord, source: &str, cost: CostMeasure) -> Vec<String> {
     let gaining = |n: &NodeRecord| -> BTreeSet<String> {
         n.evaluation
             .tasks
@@ -88,11 +89,11 @@ fn compare(parent: &NodeRecord, co: &NodeRecord, source: &str) -> Vec<String> {
     let (mine, theirs) = (gaining(parent), gaining(co));
     let describe = |role: &str, n: &NodeRecord, gains: &BTreeSet<String>| {
         format!(
-            "breeder: {role} {} ({}): quality {:.4}, cost {:.4}, gains on {} tasks",
+            "breeder: {role} {} ({}): quality {:.4}, {}, gains on {} tasks",
             n.id,
             n.name,
             n.evaluation.fitness.quality,
-            n.evaluation.fitness.cost,
+            n.evaluation.fitness.cost_text(cost),
             gains.len()
         )
     };

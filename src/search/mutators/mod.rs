@@ -23,6 +23,7 @@ pub mod evidence;
 pub mod structural;
 pub mod tuner;
 
+use super::evaluation::CostMeasure;
 use super::hypervolume::Fitness;
 use super::lineage::NodeRecord;
 use crate::harness::{EditKind, Evidence, Harness};
@@ -45,6 +46,8 @@ pub struct MutationContext<'a> {
     pub rejected: &'a HashSet<String>,
     /// Seed of the mutator's random choices (derived from the run seed, round and island).
     pub seed: u64,
+    /// The run's cost measure: the unit of every cost and latency the mutator reads.
+    pub cost: CostMeasure,
 }
 
 /// A proposed child harness with the diagnosis that motivated it.
@@ -247,6 +250,8 @@ pub struct Diagnosis {
     /// The parent costs more than 1.25× the median admitted member while its quality is no
     /// better than their median (needs at least two other admitted members in the history).
     pub expensive: bool,
+    /// The run's cost measure (the unit of the fitness's cost and latency).
+    pub cost: CostMeasure,
 }
 
 impl Diagnosis {
@@ -288,6 +293,7 @@ impl Diagnosis {
             all_evidence,
             fitness,
             expensive,
+            cost: ctx.cost,
         }
     }
 
@@ -318,8 +324,11 @@ impl Diagnosis {
     /// The diagnosis in words, one line each.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = vec![format!(
-            "diagnosis: gains on {}/{} search tasks (quality {:.4}, cost {:.4}, latency {:.4})",
-            self.gained, self.tasks, self.fitness.quality, self.fitness.cost, self.fitness.latency
+            "diagnosis: gains on {}/{} search tasks (quality {:.4}, {})",
+            self.gained,
+            self.tasks,
+            self.fitness.quality,
+            self.fitness.cost_text(self.cost)
         )];
         let ranked = self.ranked();
         if !ranked.is_empty() {
@@ -480,6 +489,7 @@ pub(crate) mod fixtures {
             history,
             rejected,
             seed,
+            cost: CostMeasure::Counted,
         }
     }
 
@@ -500,6 +510,7 @@ pub(crate) mod fixtures {
                 history: vec![parent],
                 rejected: &rejected,
                 seed: 7,
+                cost: CostMeasure::Counted,
             };
             let Ok(p) = mutator.propose(&ctx) else {
                 break;

@@ -1,4 +1,5 @@
-//! Construction files: the arena's `{"values": [...]}` JSON, a bare JSON array, either gzipped.
+//! JSON constructions: the arena's `{"values": [...]}`, the arena API's
+//! `{"data": {"values": [...]}}` (a solution entry as served), or a bare array.
 //!
 //! Numbers parse to the nearest float64 exactly as Python and numpy do (serde_json with
 //! `float_roundtrip`); writing uses the shortest round-trip form, so read → write → read is
@@ -6,112 +7,36 @@
 //! numbers beyond float64 range) is reported as an invalid construction with its index; text that
 //! is not JSON at all is reported as a malformed file with line and column.
 
-use crate::bounded_read::{gunzip_capped, read_bytes_capped, CONSTRUCTION_CAP};
-use crate::error::{MiloError, Result, Violation};
+use super::{ParseError, FILE_RULES};
+use crate::error::Violation;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
-use std::io::Write;
-use std::path::Path;
-
-/// Label used in violations found while reading, before any problem is known.
-const FILE_RULES: &str = "construction file";
-
-/// Reads the values of a construction file (JSON or gzipped JSON), at most
-/// [`CONSTRUCTION_CAP`] bytes before and after gunzip.
-pub fn read_values(path: &Path) -> Result<Vec<f64>> {
-    let bytes = read_bytes_capped(path, CONSTRUCTION_CAP, "construction")?;
-    let text = decode_text(path, bytes)?;
-    parse_values(&text).map_err(|e| match e {
-        ParseError::Invalid(v) => MiloError::Invalid(v),
-        ParseError::Malformed(message) => MiloError::Malformed {
-            path: path.to_path_buf(),
-            message,
-        },
-    })
-}
-
-/// Writes values as `{"values": [...]}` (gzipped when the path ends in `.gz`), shortest round-trip,
-/// replacing `path` atomically.
-pub fn write_values(path: &Path, values: &[f64]) -> Result<()> {
-    let text = to_json(values).map_err(MiloError::Invalid)?;
-    if is_gzip_path(path) {
-        crate::atomic_file::write_with(path, |file| {
-            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-            gz.write_all(text.as_bytes())?;
-            gz.finish().map(|_| ())
-        })
-    } else {
-        crate::atomic_file::write(path, text.as_bytes())
-    }
-}
 
 /// The arena JSON text `{"values": [...]}` of finite values, shortest round-trip formatting.
 pub fn to_json(values: &[f64]) -> std::result::Result<String, Violation> {
-    if let Some((i, &x)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-        return Err(Violation::at(
-            FILE_RULES,
-            "every value must be a finite number to be written",
-            i,
-            x,
-        ));
-    }
-    let body = serde_json::json!({ "values": values });
-    Ok(body.to_string())
+    super::check_finite(values)?;
+    Ok(json_text(values))
 }
 
-fn is_gzip_path(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "gz")
+/// The JSON text `{"values": [...]}` of values already checked finite.
+pub(super) fn json_text(values: &[f64]) -> String {
+    serde_json::json!({ "values": values }).to_string()
 }
 
-/// Gunzips when the bytes carry the gzip magic number, then checks UTF-8.
-fn decode_text(path: &Path, bytes: Vec<u8>) -> Result<String> {
-    let malformed = |message: String| MiloError::Malformed {
-        path: path.to_path_buf(),
-        message,
-    };
-    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        gunzip_capped(path, &bytes, CONSTRUCTION_CAP, "construction")?
-    } else {
-        bytes
-    };
-    String::from_utf8(bytes).map_err(|e| {
-        malformed(format!(
-            "not UTF-8 text (byte {}); expected JSON, optionally gzipped",
-            e.utf8_error().valid_up_to()
-        ))
-    })
-}
-
-/// Why a text could not be turned into values.
-#[derive(Debug)]
-pub enum ParseError {
-    /// The JSON is well-formed (as Python reads it) but a value is not a finite number.
-    Invalid(Violation),
-    /// The text is not the expected JSON.
-    Malformed(String),
-}
-
-/// Parses the text of a construction file: `{"values": [...]}` (other keys ignored) or `[...]`.
+/// Parses the text of a JSON construction: `{"values": [...]}` (other keys ignored), the arena
+/// API's `{"data": {"values": [...]}}` (used when the top level has no `values`), or `[...]`.
 pub fn parse_values(text: &str) -> std::result::Result<Vec<f64>, ParseError> {
     let index = Cell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed = ConstructionSeed { index: &index }
         .deserialize(&mut de)
         .and_then(|v| de.end().map(|_| v));
-    let values = match parsed {
-        Ok(values) => values,
-        Err(err) => return Err(classify(text, &err, index.get())),
-    };
-    if values.is_empty() {
-        return Err(ParseError::Invalid(Violation::whole(
-            FILE_RULES,
-            "the construction has no values (empty array)",
-            None,
-        )));
+    match parsed {
+        Ok(values) => super::checked(values),
+        Err(err) => Err(classify(text, &err, index.get())),
     }
-    Ok(values)
 }
 
 /// Turns a serde_json error into an invalid-value report (with index) or a malformed-file report.
@@ -195,23 +120,106 @@ impl<'de> Visitor<'de> for ConstructionSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Vec<f64>, A::Error> {
         let mut values = None;
+        let mut data_values = None;
         let mut keys = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            // Readers disagree on a repeated key (serde keeps the first, Python the last), so
-            // the same file would score differently: refuse it.
-            if !keys.insert(key.clone()) {
-                let shown: String = key.chars().take(40).collect();
-                return Err(de::Error::custom(format!(
-                    "duplicate key {shown:?} (every key must appear once)"
-                )));
+            refuse_repeated(&mut keys, &key)?;
+            if key == "values" {
+                values = Some(map.next_value_seed(ValuesSeed { index: self.index })?);
+            } else if key == "data" {
+                data_values = map.next_value_seed(DataSeed { index: self.index })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
             }
+        }
+        values.or(data_values).ok_or_else(|| {
+            de::Error::custom(r#"the object has no "values" key (nor "data": {"values": [...]})"#)
+        })
+    }
+}
+
+/// Readers disagree on a repeated key (serde keeps the first, Python the last), so the same file
+/// would score differently: a key seen before is refused, naming it.
+fn refuse_repeated<E: de::Error>(
+    keys: &mut HashSet<String>,
+    key: &str,
+) -> std::result::Result<(), E> {
+    if keys.insert(key.to_string()) {
+        return Ok(());
+    }
+    let shown: String = key.chars().take(40).collect();
+    Err(E::custom(format!(
+        "duplicate key {shown:?} (every key must appear once)"
+    )))
+}
+
+/// The value of a top-level `data` key: the values of an object `{"values": [...]}` (the arena
+/// API's solution entry), or nothing for any other value.
+struct DataSeed<'a> {
+    index: &'a Cell<Option<usize>>,
+}
+
+impl<'de> DeserializeSeed<'de> for DataSeed<'_> {
+    type Value = Option<Vec<f64>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DataSeed<'_> {
+    type Value = Option<Vec<f64>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(r#"any JSON value (an object {"values": [...]} is read)"#)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut values = None;
+        let mut keys = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            refuse_repeated(&mut keys, &key)?;
             if key == "values" {
                 values = Some(map.next_value_seed(ValuesSeed { index: self.index })?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        values.ok_or_else(|| de::Error::custom(r#"the object has no "values" key"#))
+        Ok(values)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+        Ok(None)
     }
 }
 
@@ -348,15 +356,19 @@ mod tests {
     }
 
     #[test]
-    fn write_then_read_is_bit_identical() {
-        let dir = tempfile::tempdir().unwrap();
-        let values = vec![0.1, 1.0 / 3.0, 5e-324, -0.0, 1e300, 123456789.12345679];
-        for name in ["c.json", "c.json.gz"] {
-            let path = dir.path().join(name);
-            write_values(&path, &values).unwrap();
-            let back = read_values(&path).unwrap();
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&back), bits(&values), "{name}");
-        }
+    fn reads_the_arena_api_data_shape() {
+        let entry = r#"{"id": 7, "data": {"values": [0.5, 2], "note": "x"}, "score": 1.5}"#;
+        assert_eq!(parse_values(entry).unwrap(), vec![0.5, 2.0]);
+        // A top-level "values" wins over "data", wherever either stands.
+        let both = r#"{"data": {"values": [9]}, "values": [1, 2]}"#;
+        assert_eq!(parse_values(both).unwrap(), vec![1.0, 2.0]);
+        let other = r#"{"data": [1, 2], "values": [3]}"#;
+        assert_eq!(parse_values(other).unwrap(), vec![3.0]);
+        assert!(malformed(r#"{"data": {"vals": [1]}}"#).contains(r#"nor "data""#));
+        assert!(malformed(r#"{"data": "x"}"#).contains(r#"no "values""#));
+        let v = invalid(r#"{"data": {"values": [1, NaN]}}"#);
+        assert_eq!((v.index, v.value.as_deref()), (Some(1), Some("NaN")));
+        let m = malformed(r#"{"data": {"values": [1], "values": [2]}}"#);
+        assert!(m.contains(r#"duplicate key "values""#), "{m}");
     }
 }
