@@ -27,7 +27,9 @@ pub(super) fn json_text(values: &[f64]) -> String {
 
 /// Parses the text of a JSON construction: `{"values": [...]}` (other keys ignored), the arena
 /// API's `{"data": {"values": [...]}}` (used when the top level has no `values`), or `[...]`.
+/// A leading UTF-8 byte-order mark (as some Windows editors save) is skipped.
 pub fn parse_values(text: &str) -> std::result::Result<Vec<f64>, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let index = Cell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed = ConstructionSeed { index: &index }
@@ -304,6 +306,14 @@ mod tests {
         let a = parse_values(r#"{"name": "x", "values": [1, 0.5, 2e-3], "extra": {"a": [1]}}"#);
         assert_eq!(a.unwrap(), vec![1.0, 0.5, 0.002]);
         assert_eq!(parse_values("[0.1, 3]").unwrap(), vec![0.1, 3.0]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        assert_eq!(
+            parse_values("\u{feff}{\"values\": [1, 2.5]}").unwrap(),
+            vec![1.0, 2.5]
+        );
     }
 
     #[test]
