@@ -110,6 +110,11 @@ impl SearchStatus {
             last_move: None,
             discoveries: 0,
         };
+        if let Some(hours) = status.hours {
+            status
+                .line
+                .set_deadline(status.started + Duration::from_secs_f64(hours * 3600.0));
+        }
         status.refresh(search.state());
         status
     }
@@ -139,31 +144,32 @@ impl SearchStatus {
     /// Redraws the status from the state.
     fn refresh(&self, state: &SearchState) {
         let mut parts = vec![self.progress(state)];
+        // Most important first: a narrow terminal cuts the line at its right edge.
         if let Some(best) = best_result(state, self.direction) {
             let score: f64 = best.score.parse().unwrap_or(f64::NAN);
-            let mut best_text = format!("best {score:.10} (record {:.10}", self.record);
+            let mut best_text = format!("best {score:.8}");
             if let Some(first) = self.arena_first {
-                best_text.push_str(&format!(", arena #1 {first:.10}"));
+                best_text.push_str(&format!(", #1 {first:.8}"));
             }
-            best_text.push(')');
+            best_text.push_str(&format!(", record {:.8}", self.record));
             parts.push(best_text);
         }
         let children: Vec<&NodeRecord> = state.nodes.iter().filter(|n| n.round > 0).collect();
         let admitted = children.iter().filter(|n| n.admitted()).count();
         parts.push(format!(
-            "children: {admitted} admitted, {} rejected",
+            "admitted {admitted}, rejected {}",
             children.len() - admitted
         ));
         if self.discoveries > 0 {
             parts.push(format!("{} discoveries", self.discoveries));
         }
         if let Some(last) = &self.last_move {
-            parts.push(format!("last move: {last}"));
+            parts.push(format!("last: {last}"));
         }
         self.line.set(parts.join(" · "));
     }
 
-    /// `round k/N, ETA …` or `round k, … left` (or `seeding`).
+    /// `round k/N, ETA …` or `round k` (or `seeding k/I`).
     fn progress(&self, state: &SearchState) -> String {
         let seeded = state.nodes.iter().filter(|n| n.round == 0).count();
         let round = match seeded < state.islands.len() {
@@ -171,11 +177,8 @@ impl SearchStatus {
             false => format!("round {}", state.rounds_done + 1),
         };
         let elapsed = self.started.elapsed();
-        if let Some(hours) = self.hours {
-            let left = Duration::from_secs_f64((hours * 3600.0 - elapsed.as_secs_f64()).max(0.0));
-            return format!("{round}, {} left", clock(left));
-        }
-        let Some(rounds) = self.rounds else {
+        // With --hours the line shows the time left itself (see `new`).
+        let Some(rounds) = self.rounds.filter(|_| self.hours.is_none()) else {
             return round;
         };
         let round = match seeded < state.islands.len() {

@@ -17,10 +17,30 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
 /// The environment variable that sets the plain line's interval in seconds.
 pub const INTERVAL_VARIABLE: &str = "MILO_STATUS_SECONDS";
 
+/// What the line shows: a text, and, with a deadline, the time left before it (computed when
+/// the line is drawn, so it keeps counting between updates).
+#[derive(Default)]
+struct Shown {
+    text: String,
+    deadline: Option<Instant>,
+}
+
+impl Shown {
+    fn render(&self) -> String {
+        match self.deadline {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                format!("{} left · {}", clock(left), self.text)
+            }
+            None => self.text.clone(),
+        }
+    }
+}
+
 /// A status line on standard error (see the module documentation).
 pub struct StatusLine {
     hidden: bool,
-    message: Arc<Mutex<String>>,
+    shown: Arc<Mutex<Shown>>,
     bar: Option<ProgressBar>,
     ticker: Option<(Sender<()>, JoinHandle<()>)>,
 }
@@ -29,56 +49,70 @@ impl StatusLine {
     /// Starts the status line, prefixed with `name` in plain lines; `hidden` (or `-q`) shows
     /// nothing, detail lines included.
     pub fn start(name: &'static str, hidden: bool) -> StatusLine {
-        let message = Arc::new(Mutex::new(String::new()));
+        let shown = Arc::new(Mutex::new(Shown::default()));
         if hidden || super::is_quiet() {
             return StatusLine {
                 hidden: true,
-                message,
+                shown,
                 bar: None,
                 ticker: None,
             };
         }
-        if std::io::stderr().is_terminal() {
+        let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}")
                     .expect("valid template"),
             );
             bar.enable_steady_tick(Duration::from_millis(250));
-            return StatusLine {
-                hidden: false,
-                message,
-                bar: Some(bar),
-                ticker: None,
-            };
-        }
-        let (stop, stopped) = mpsc::channel::<()>();
-        let shown = Arc::clone(&message);
-        let interval = interval();
-        let started = Instant::now();
-        let ticker = std::thread::spawn(move || {
-            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                let line = shown.lock().map(|m| m.clone()).unwrap_or_default();
-                if !line.is_empty() {
-                    eprintln!("{name} [{}] {line}", clock(started.elapsed()));
-                }
-            }
+            bar
         });
+        // On a terminal the ticker redraws the line every second; otherwise it prints it once
+        // per interval.
+        let (stop, stopped) = mpsc::channel::<()>();
+        let ticker = {
+            let shown = Arc::clone(&shown);
+            let bar = bar.clone();
+            let interval = match bar {
+                Some(_) => Duration::from_secs(1),
+                None => interval(),
+            };
+            let started = Instant::now();
+            std::thread::spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                    let line = shown.lock().map(|s| s.render()).unwrap_or_default();
+                    match &bar {
+                        Some(bar) => bar.set_message(line),
+                        None if !line.is_empty() => {
+                            eprintln!("{name} [{}] {line}", clock(started.elapsed()))
+                        }
+                        None => {}
+                    }
+                }
+            })
+        };
         StatusLine {
             hidden: false,
-            message,
-            bar: None,
+            shown,
+            bar,
             ticker: Some((stop, ticker)),
         }
     }
 
-    /// Replaces the status.
-    pub fn set(&self, status: String) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(status.clone());
+    /// Replaces the status text.
+    pub fn set(&self, text: String) {
+        if let Ok(mut shown) = self.shown.lock() {
+            shown.text = text;
+            if let Some(bar) = &self.bar {
+                bar.set_message(shown.render());
+            }
         }
-        if let Ok(mut message) = self.message.lock() {
-            *message = status;
+    }
+
+    /// Shows the time left before `deadline` at the head of the line.
+    pub fn set_deadline(&self, deadline: Instant) {
+        if let Ok(mut shown) = self.shown.lock() {
+            shown.deadline = Some(deadline);
         }
     }
 
