@@ -641,3 +641,81 @@ fn a_huge_program_stops_at_its_cap() {
     );
     assert!(!out.exists(), "nothing written");
 }
+
+#[test]
+fn a_resume_refuses_an_edited_suite_harness_or_lineage_naming_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let run_dir = dir.path().join("run");
+    let run = milo(&[
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--islands",
+        "2",
+        "--rounds",
+        "1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let resume = || {
+        milo(&[
+            "evolve",
+            "--resume",
+            run_dir.to_str().unwrap(),
+            "--jobs",
+            "1",
+        ])
+    };
+    // Each file is edited, the resume refused, and the file restored.
+    let edit = |path: &Path, change: &dyn Fn(&str) -> String, needles: &[&str]| {
+        let before = std::fs::read_to_string(path).unwrap();
+        std::fs::write(path, change(&before)).unwrap();
+        expect_failure(&resume(), EXIT_INPUT, needles);
+        std::fs::write(path, before).unwrap();
+    };
+    // The suite's budget changed between a kill and the resume.
+    edit(
+        &suite,
+        &|text| text.replace("evaluations = 150", "evaluations = 151"),
+        &["the suite or one of its programs changed", "tiny.toml"],
+    );
+    // A program of the suite changed.
+    edit(
+        &dir.path().join("polish.toml"),
+        &|text| text.replace("iterations = 100", "iterations = 101"),
+        &["the suite or one of its programs changed"],
+    );
+    // A content-addressed harness file was edited.
+    let harness = std::fs::read_dir(run_dir.join("harnesses"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    edit(
+        &harness,
+        &|text| {
+            let name = text.lines().find(|l| l.starts_with("name = ")).unwrap();
+            text.replace(name, "name = \"edited\"")
+        },
+        &["a stored harness was edited"],
+    );
+    // A node line copied.
+    let lineage = run_dir.join("lineage.jsonl");
+    edit(
+        &lineage,
+        &|text| {
+            let node = text
+                .lines()
+                .find(|l| l.contains("\"record\":\"node\""))
+                .unwrap();
+            format!("{text}{node}\n")
+        },
+        &["is recorded twice", "lineage.jsonl"],
+    );
+    // Restored, the run resumes.
+    let resumed = resume();
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+}
