@@ -71,7 +71,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Write an HTML report with figures of a search run or a benchmark directory.
     Report(report::ReportArgs),
-    /// Run one spooled attempt task and write its result (what a Slurm job runs; not for hands).
+    /// Run one spooled attempt task and write its result, or claim a batch's tasks as a pilot
+    /// (what a Slurm job runs; not for hands).
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
 }
