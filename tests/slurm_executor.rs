@@ -1,7 +1,9 @@
 //! The Slurm executor against a real single-node cluster started by each test
 //! (`tests/slurm_cluster`): the same lineage as local threads, cancelled jobs resubmitted, a task
 //! that always fails recorded once, and a controller killed mid-round that resumes by adopting its
-//! queued jobs. Each test prints a SKIP note and passes where Slurm cannot run.
+//! queued jobs; in pilot mode, the same lineage, claims of a cancelled pilot and of a frozen one
+//! returned to the queue, and adoption of live pilots on resume. Each test prints a SKIP note and
+//! passes where Slurm cannot run.
 
 mod common;
 mod slurm_cluster;
@@ -291,6 +293,247 @@ fn cancelled_jobs_are_resubmitted_and_a_task_that_always_fails_is_recorded_once(
     );
 }
 
+/// A third-problem task of about a second: 1,000 values, a polish of up to 3,000 L-BFGS
+/// iterations, 20,000 evaluations (an evaluation budget: the same bits anywhere).
+fn long_task(seed: u64) -> AttemptTask {
+    let problem = milo::problems::by_slug("third-autocorrelation-inequality").unwrap();
+    let start: Vec<f64> = (0..1000)
+        .map(|i| 1.0 + 0.3 * ((i as f64) * 0.2).sin() + 0.1 * ((i as f64) * 0.013).sin())
+        .collect();
+    AttemptTask {
+        task: format!("long{seed}"),
+        problem: problem.slug().to_string(),
+        start_exact: problem.score_exact(&start),
+        start,
+        parent: POLISH.replace("iterations = 200", "iterations = 3000"),
+        seconds: None,
+        evaluations: Some(20_000),
+        seed,
+        writer: "builtin".into(),
+        harness: milo::harness::seed_harnesses()[0].to_toml(),
+        library: Vec::new(),
+    }
+}
+
+/// The process of the pilot `element` (`<array job>_<index>`) on this machine: the `milo worker
+/// --pilot` whose environment names that element.
+fn pilot_process(element: &str) -> Option<u32> {
+    let (job, index) = element.split_once('_')?;
+    let wanted = [
+        format!("SLURM_ARRAY_JOB_ID={job}"),
+        format!("SLURM_ARRAY_TASK_ID={index}"),
+    ];
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let has = |bytes: &[u8], item: &str| bytes.split(|b| *b == 0).any(|v| v == item.as_bytes());
+        (has(&cmdline, "--pilot") && wanted.iter().all(|w| has(&environ, w))).then_some(pid)
+    })
+}
+
+/// The state letter of process `pid` (`T` when stopped).
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {pid}");
+}
+
+#[test]
+fn claims_of_a_cancelled_pilot_and_of_a_frozen_one_return_to_the_queue_and_nothing_is_lost() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test =
+        "claims_of_a_cancelled_pilot_and_of_a_frozen_one_return_to_the_queue_and_nothing_is_lost";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    // SAFETY of the environment: the tests here run one at a time (SERIAL); the executor's
+    // sbatch and squeue read SLURM_CONF from this process.
+    unsafe { std::env::set_var("SLURM_CONF", &cluster.conf) };
+    let dir = tempfile::tempdir().unwrap();
+    let tasks: Vec<AttemptTask> = (1..=6).map(long_task).collect();
+    let options = SlurmOptions {
+        poll_seconds: 0.2,
+        pilots: Some(2),
+        pilot_stale_seconds: 4.0,
+        ..SlurmOptions::default()
+    };
+    let spool = dir.path().join("spool");
+    let slurm = Slurm::new(&spool, options)
+        .unwrap()
+        .with_worker(Path::new(env!("CARGO_BIN_EXE_milo")));
+    let handle = {
+        let tasks = tasks.clone();
+        std::thread::spawn(move || slurm.run(&tasks, &CancelToken::new()).unwrap())
+    };
+    // The claims held now, `(task, holder)`.
+    let claims = || -> Vec<(String, String)> {
+        let Some(batch) = batches(&spool).pop() else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(batch.join("claims")) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().to_string_lossy().into_owned();
+                let (task, holder) = name.split_once('.')?;
+                Some((task.to_string(), holder.to_string()))
+            })
+            .collect()
+    };
+    wait_for(
+        || {
+            let mut holders: Vec<String> = claims().into_iter().map(|(_, h)| h).collect();
+            holders.sort();
+            holders.dedup();
+            holders.len() == 2
+        },
+        "both pilots holding a claim",
+    );
+    let mut pilots: Vec<String> = claims().into_iter().map(|(_, h)| h).collect();
+    pilots.sort();
+    pilots.dedup();
+    let (cancelled, frozen) = (pilots[0].clone(), pilots[1].clone());
+    // Cancelled while it holds a claim (it holds one but for the instant between two tasks).
+    cluster.tool("scancel", &[&cancelled]).expect("scancel");
+    // Stopped (its heartbeat thread with it) while it holds a claim: between two tasks it holds
+    // none, so let it go on and stop it again.
+    let pid = pilot_process(&frozen).expect("the pilot's process");
+    wait_for(
+        || {
+            signal(pid, "STOP");
+            wait_for(|| process_state(pid) == Some('T'), "the pilot to stop");
+            let holds = claims().iter().any(|(_, h)| *h == frozen);
+            if !holds {
+                signal(pid, "CONT");
+            }
+            holds
+        },
+        &format!("pilot {frozen} stopped while holding a claim"),
+    );
+    let frozen_task: usize = claims()
+        .into_iter()
+        .find(|(_, h)| *h == frozen)
+        .and_then(|(t, _)| t.parse().ok())
+        .unwrap();
+    let results = handle.join().unwrap();
+
+    // The same attempts as on local threads, each once.
+    let reference = LocalThreads::new(2)
+        .run(&tasks, &CancelToken::new())
+        .unwrap();
+    assert_eq!(results.len(), reference.len());
+    for (i, (got, want)) in results.iter().zip(&reference).enumerate() {
+        let (got, want) = (got.as_ref().unwrap(), want.as_ref().unwrap());
+        assert_eq!(got.best, want.best, "task {i}");
+        assert_eq!(got.best_exact, want.best_exact, "task {i}");
+        assert_eq!(got.best_program, want.best_program, "task {i}");
+        assert_eq!(got.evaluations, want.evaluations, "task {i}");
+    }
+    let batch = batches(&spool).pop().unwrap();
+    let returned: Vec<Value> = std::fs::read_to_string(batch.join("returned.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        returned.iter().any(|r| r["holder"] == cancelled.as_str()
+            && r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("left the Slurm queue")),
+        "the cancelled pilot's claim was returned: {returned:?}"
+    );
+    assert!(
+        returned.iter().any(|r| r["holder"] == frozen.as_str()
+            && r["index"] == frozen_task
+            && r["reason"].as_str().unwrap().contains("heartbeat")),
+        "the frozen pilot's claim went stale and was returned: {returned:?}"
+    );
+    let subs: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("jobs.json")).unwrap()).unwrap();
+    assert_eq!(subs.len(), 2, "pilots submitted again once: {subs:?}");
+    assert!(
+        subs[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no pilot left"),
+        "{subs:?}"
+    );
+
+    // The frozen pilot, let go, finishes its task late: its result loses to the one there.
+    let result = batch.join(format!("result-{frozen_task}.json"));
+    let first = std::fs::read(&result).unwrap();
+    signal(pid, "CONT");
+    wait_for(
+        || {
+            cluster
+                .jobs()
+                .iter()
+                .any(|(id, state)| *id == frozen && state == "COMPLETED")
+        },
+        "the frozen pilot to finish and leave",
+    );
+    assert_eq!(
+        std::fs::read(&result).unwrap(),
+        first,
+        "the first result stays"
+    );
+    let out = std::fs::read_to_string(batch.join(format!("slurm-{frozen}.out"))).unwrap();
+    assert!(out.contains(&format!("pilot {frozen} evaluated")), "{out}");
+}
+
+#[test]
+fn a_batch_whose_pilot_job_the_cluster_never_knew_gets_pilots_again() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "a_batch_whose_pilot_job_the_cluster_never_knew_gets_pilots_again";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    // SAFETY of the environment: the tests here run one at a time (SERIAL); the executor's
+    // sbatch and squeue read SLURM_CONF from this process.
+    unsafe { std::env::set_var("SLURM_CONF", &cluster.conf) };
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let tasks = vec![task(11, POLISH), task(12, POLISH)];
+    // A batch left by a controller whose one pilot job the cluster has forgotten (purged after
+    // MinJobAge; here an id it never gave out): squeue asked about it alone fails.
+    let batch = milo::executor::spool::Batch::write(&spool, &tasks).unwrap();
+    let forgotten = "999999";
+    assert!(cluster.tool("squeue", &["-h", "-j", forgotten]).is_none());
+    batch
+        .record(milo::executor::spool::Submission {
+            job: forgotten.into(),
+            indices: vec![0, 1],
+            reason: "initial".into(),
+            pilots: Some(2),
+        })
+        .unwrap();
+    let options = SlurmOptions {
+        poll_seconds: 0.2,
+        pilots: Some(2),
+        ..SlurmOptions::default()
+    };
+    let slurm = Slurm::new(&spool, options)
+        .unwrap()
+        .with_worker(Path::new(env!("CARGO_BIN_EXE_milo")));
+    let results = slurm.run(&tasks, &CancelToken::new()).unwrap();
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let subs = batch.submissions().unwrap();
+    assert_eq!(subs.len(), 2, "{subs:?}");
+    assert!(subs[1].reason.contains("no pilot left"), "{subs:?}");
+}
+
 #[test]
 fn a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -331,6 +574,92 @@ fn a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs() {
     assert!(
         subs.iter().all(|(_, s)| s["reason"] == "initial"),
         "adopted, not resubmitted ({queued_at_kill} elements were queued at the kill): {subs:?}"
+    );
+}
+
+/// The batch directories of a spool.
+fn batches(spool: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(spool) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("task-0.json").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn evolve_with_pilots_records_the_lineage_of_local_threads() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cluster) = Cluster::start("evolve_with_pilots_records_the_lineage_of_local_threads")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let local = local_run(dir.path(), &suite);
+    let run = dir.path().join("slurm");
+    let mut args = slurm_args(&suite, &run);
+    args.extend(["--slurm-pilots", "2", "--slurm-pilot-stale", "5"]);
+    succeed(milo(Some(&cluster), &args));
+    assert_eq!(lineage(&run), lineage(&local));
+    let subs = submissions(&run);
+    assert!(!subs.is_empty(), "the tasks ran on Slurm");
+    for (batch, s) in &subs {
+        let tasks = s["indices"].as_array().unwrap().len();
+        assert_eq!(s["reason"], "initial", "{batch}: {s}");
+        assert_eq!(s["pilots"], Value::from(tasks.min(2)), "{batch}: {s}");
+    }
+    let spooled = batches(&run.join("spool"));
+    assert_eq!(spooled.len(), subs.len(), "one pilot job per batch");
+    for batch in spooled {
+        assert!(batch.join("pilot.sh").exists() && !batch.join("job.sh").exists());
+        assert!(
+            !batch.join("returned.jsonl").exists(),
+            "no claim went stale"
+        );
+    }
+}
+
+#[test]
+fn a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let local = local_run(dir.path(), &suite);
+    let run = dir.path().join("slurm");
+    // Each pilot waits 2 s before it starts: the pilots are alive when the controller is killed.
+    let mut args = slurm_args(&suite, &run);
+    args.extend(["--slurm-pilots", "2", "--slurm-setup", "sleep 2"]);
+    let mut controller: Child = milo(Some(&cluster), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(|| submissions(&run).len() >= 2, "the second batch's pilots");
+    controller.kill().unwrap();
+    controller.wait().unwrap();
+    let live_at_kill = cluster
+        .jobs()
+        .iter()
+        .filter(|(_, s)| s == "PENDING" || s == "RUNNING")
+        .count();
+    assert!(live_at_kill > 0, "pilots were alive at the kill");
+    succeed(milo(
+        Some(&cluster),
+        &["evolve", "--resume", run.to_str().unwrap()],
+    ));
+    assert_eq!(lineage(&run), lineage(&local));
+    let subs = submissions(&run);
+    assert!(
+        subs.iter().all(|(_, s)| s["reason"] == "initial"),
+        "adopted, not resubmitted: {subs:?}"
     );
 }
 
@@ -457,4 +786,100 @@ fn bench_runs_its_evaluations_on_slurm() {
         !spooled.is_empty(),
         "the benchmark's tasks ran as Slurm jobs"
     );
+}
+
+/// The README's overhead table: the tiny suite, 2 rounds × 3 islands × 8 tasks per round, on
+/// local threads, as job arrays and on 2 pilots, one after the other on one cluster; overheads
+/// against local threads with `--jobs 2` (the cluster's two cores). Run with
+/// `cargo test --release --test slurm_executor -- --ignored --nocapture overhead`.
+#[test]
+#[ignore = "a measurement of a few minutes; prints the README's table"]
+fn overhead_per_task_of_pilots_job_arrays_and_local_threads() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "overhead_per_task_of_pilots_job_arrays_and_local_threads";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let settings = [
+        "--rounds",
+        "2",
+        "--islands",
+        "3",
+        "--tasks-per-round",
+        "8",
+        "--seed",
+        "1",
+    ];
+    let modes: [(&str, &[&str]); 4] = [
+        ("local threads, `--jobs 1`", &["--jobs", "1"]),
+        ("local threads, `--jobs 2`", &["--jobs", "2"]),
+        (
+            "Slurm job arrays",
+            &["--executor", "slurm", "--slurm-poll", "0.2"],
+        ),
+        (
+            "Slurm pilots, `--slurm-pilots 2`",
+            &[
+                "--executor",
+                "slurm",
+                "--slurm-poll",
+                "0.2",
+                "--slurm-pilots",
+                "2",
+            ],
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (k, (mode, extra)) in modes.iter().enumerate() {
+        let run = dir.path().join(format!("run{k}"));
+        let mut args = vec![
+            "evolve",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--run-dir",
+            run.to_str().unwrap(),
+        ];
+        args.extend(settings);
+        args.extend(*extra);
+        let started = std::time::Instant::now();
+        succeed(milo(Some(&cluster), &args));
+        rows.push((mode, run, started.elapsed().as_secs_f64()));
+    }
+    // Every task the search ran is a task file in the Slurm runs' spools.
+    let tasks = |run: &Path| {
+        batches(&run.join("spool"))
+            .iter()
+            .map(|b| {
+                std::fs::read_dir(b)
+                    .unwrap()
+                    .filter(|e| {
+                        let name = e.as_ref().unwrap().file_name();
+                        let name = name.to_string_lossy();
+                        name.starts_with("task-") && name.ends_with(".json")
+                    })
+                    .count()
+            })
+            .sum::<usize>()
+    };
+    let count = tasks(&rows[2].1);
+    assert_eq!(count, tasks(&rows[3].1));
+    for (_, run, _) in &rows[1..] {
+        assert_eq!(lineage(run), lineage(&rows[0].1));
+    }
+    let spooled = batches(&rows[2].1.join("spool")).len();
+    assert_eq!(spooled, batches(&rows[3].1.join("spool")).len());
+    let local = rows[1].2;
+    println!(
+        "{count} tasks in {spooled} batches\n\n\
+         | where | wall | overhead per task | overhead per batch |\n|---|---:|---:|---:|"
+    );
+    for (mode, _, wall) in &rows {
+        println!(
+            "| {mode} | {wall:.2} s | {:.3} s | {:.2} s |",
+            (wall - local) / count as f64,
+            (wall - local) / spooled as f64
+        );
+    }
 }

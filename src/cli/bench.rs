@@ -50,8 +50,8 @@ pub struct BenchArgs {
     /// Threads per run.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
-    /// Where task evaluations run (`local-threads`, or `slurm`: job arrays over the benchmark
-    /// directory, which the nodes must share).
+    /// Where task evaluations run (`local-threads`, or `slurm`: job arrays or pilots over the
+    /// benchmark directory, which the nodes must share).
     #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
     executor: String,
     #[command(flatten)]
@@ -60,7 +60,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale"])]
     resume: Option<PathBuf>,
 }
 

@@ -4,6 +4,7 @@ use super::search_status::{best_result, SearchStatus, LOG_FILE};
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
+use crate::executor::slurm::DEFAULT_PILOT_STALE_SECONDS;
 use crate::executor::SlurmOptions;
 use crate::optimize::budget::MAX_SECONDS;
 use crate::search::evaluation::Quality;
@@ -24,8 +25,20 @@ pub struct SlurmArgs {
     #[arg(long = "slurm-partition", value_name = "NAME")]
     partition: Option<String>,
     /// At most K tasks of a batch run at once (the job array's `%K`).
-    #[arg(long = "slurm-throttle", value_name = "K")]
+    #[arg(long = "slurm-throttle", value_name = "K", conflicts_with = "pilots")]
     throttle: Option<usize>,
+    /// Pilot mode: K long-running workers per batch claim its tasks one by one (for tasks of
+    /// seconds); default: one job-array element per task.
+    #[arg(long = "slurm-pilots", value_name = "K")]
+    pilots: Option<usize>,
+    /// Pilot mode: seconds a claim's heartbeat may stand still before its task goes back to the
+    /// queue.
+    #[arg(
+        long = "slurm-pilot-stale",
+        value_name = "SECONDS",
+        default_value_t = DEFAULT_PILOT_STALE_SECONDS
+    )]
+    pilot_stale: f64,
     /// Minutes added to a task's budget for Slurm's --time (a backstop: milo stops first).
     #[arg(
         long = "slurm-time-margin",
@@ -59,6 +72,8 @@ impl SlurmArgs {
             max_submits: self.max_submits,
             sbatch_args: self.sbatch_args.clone(),
             setup: self.setup.clone(),
+            pilots: self.pilots,
+            pilot_stale_seconds: self.pilot_stale,
         })
     }
 }
@@ -115,7 +130,7 @@ pub struct EvolveArgs {
     #[arg(long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
     orchestrator: String,
     /// Where task evaluations run (`local-threads`: this process, `--jobs` threads; `slurm`: job
-    /// arrays over the run directory, which the nodes must share).
+    /// arrays or pilots over the run directory, which the nodes must share).
     #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
     executor: String,
     #[command(flatten)]
@@ -134,7 +149,7 @@ pub struct EvolveArgs {
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "tasks_per_round", "promote_discoveries"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "promote_discoveries"])]
     resume: Option<PathBuf>,
 }
 

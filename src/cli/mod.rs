@@ -126,7 +126,8 @@ enum Command {
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = completions::EXAMPLES)]
     Completions(completions::CompletionsArgs),
-    /// Run one spooled attempt task and write its result (what a Slurm job runs; not for hands).
+    /// Run one spooled attempt task and write its result, or claim a batch's tasks as a pilot
+    /// (what a Slurm job runs; not for hands).
     #[command(hide = true, after_help = worker::EXAMPLES)]
     Worker(worker::WorkerArgs),
 }

@@ -5,9 +5,11 @@
 //! as text, the budget, the seed and the writer by name. Its result is a serialisable
 //! [`Attempt`]. So an [`Executor`] may run tasks in threads here ([`LocalThreads`], `--jobs`), or
 //! hand them to other processes or machines ([`Slurm`]: each task a file in a [`spool`], a worker
-//! process per task) — the results are the same bits either way.
+//! process per task or a few [`pilot`]s claiming them) — the results are the same bits either
+//! way.
 
 mod local_threads;
+pub mod pilot;
 pub mod slurm;
 pub mod spool;
 

@@ -4,9 +4,12 @@
 //! A batch lives in `<spool>/<batch>/`, `<batch>` the first 16 hex digits of the sha256 of its tasks
 //! (a resumed run that issues the same batch finds it again):
 //! - `task-<i>.json`: an [`AttemptTask`];
-//! - `result-<i>.json`: a [`WorkerResult`], written under a temporary name and renamed into place, so
-//!   a result that exists is whole; a worker finding it exits at once (requeues are idempotent);
-//! - `jobs.json`: the scheduler's submissions of this batch ([`Submission`]), replaced atomically.
+//! - `result-<i>.json`: a [`WorkerResult`], written under a temporary name and renamed into place
+//!   only if no result is there yet ([`publish`]: the first rename wins), so a result that exists
+//!   is whole and final; a worker finding it exits at once (requeues are idempotent);
+//! - `jobs.json`: the scheduler's submissions of this batch ([`Submission`]), replaced atomically;
+//! - `job.sh`, or in pilot mode `pilot.sh`, `queue/`, `claims/` and `returned.jsonl` (see
+//!   [`super::pilot`]).
 //!
 //! The `milo` binary is copied to `<spool>/bin/milo-<hash>` once: a rebuild during a run cannot
 //! change what the workers run.
@@ -39,6 +42,10 @@ pub struct Submission {
     pub indices: Vec<usize>,
     /// Why it was submitted: `initial`, or which tasks vanished without a result.
     pub reason: String,
+    /// In pilot mode, the number of pilots (array elements `0..pilots`) sharing `indices`;
+    /// absent for a job array with one element per task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilots: Option<usize>,
 }
 
 /// A batch of tasks in the spool.
@@ -67,7 +74,7 @@ impl Batch {
         let dir = spool.join(name);
         std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
         for (i, t) in text.iter().enumerate() {
-            let path = dir.join(format!("task-{i}.json"));
+            let path = task_file(&dir, i);
             if !path.exists() {
                 replace(&path, t.as_bytes())?;
             }
@@ -95,7 +102,7 @@ impl Batch {
 
     /// The result file of task `i`.
     pub fn result_path(&self, i: usize) -> PathBuf {
-        self.dir.join(format!("result-{i}.json"))
+        result_file(&self.dir, i)
     }
 
     /// The indices without a result yet.
@@ -115,15 +122,10 @@ impl Batch {
         })
     }
 
-    /// Records a result for task `i` that no worker will write (a task lost too often).
+    /// Records a result for task `i` that no worker will write (a task lost too often); a result
+    /// that a worker wrote meanwhile is kept.
     pub fn give_up(&self, i: usize, why: &str) -> Result<()> {
-        let result = WorkerResult::Failed(why.to_string());
-        replace(
-            &self.result_path(i),
-            serde_json::to_string(&result)
-                .expect("a result serializes")
-                .as_bytes(),
-        )
+        publish(&self.result_path(i), &WorkerResult::Failed(why.to_string()))
     }
 
     /// The submissions so far.
@@ -148,9 +150,36 @@ impl Batch {
     }
 }
 
+/// The task file of task `i` in the batch directory `dir`.
+pub fn task_file(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("task-{i}.json"))
+}
+
+/// The result file of task `i` in the batch directory `dir`.
+pub fn result_file(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("result-{i}.json"))
+}
+
+/// Writes `result` to `path` under a temporary name and renames it into place unless a result is
+/// there already: the first rename wins, and a later one (a requeued worker, a pilot whose claim
+/// was returned to the queue) is dropped without error. Results of one task are the same bits but
+/// for measured seconds, so which one wins does not matter; that a result never changes once
+/// there does.
+pub fn publish(path: &Path, result: &WorkerResult) -> Result<()> {
+    let text = serde_json::to_string(result).expect("a result serializes");
+    match crate::atomic_file::create_new(path, text.as_bytes()) {
+        Err(MiloError::Write { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            Ok(())
+        }
+        outcome => outcome,
+    }
+}
+
 /// The worker's side: runs the task in `task_file` unless `result_file` exists, and writes its
-/// result there (a task that cannot run gets a [`WorkerResult::Failed`]). An unreadable task
-/// file is an error (no result: the scheduler may retry).
+/// result there ([`publish`]; a task that cannot run gets a [`WorkerResult::Failed`]). An
+/// unreadable task file is an error (no result: the scheduler may retry).
 pub fn work(task_file: &Path, result_file: &Path) -> Result<()> {
     if result_file.exists() {
         return Ok(());
@@ -166,12 +195,7 @@ pub fn work(task_file: &Path, result_file: &Path) -> Result<()> {
         Ok(attempt) => WorkerResult::Done(Box::new(attempt)),
         Err(e) => WorkerResult::Failed(e.to_string()),
     };
-    replace(
-        result_file,
-        serde_json::to_string(&result)
-            .expect("a result serializes")
-            .as_bytes(),
-    )
+    publish(result_file, &result)
 }
 
 /// Copies the `milo` binary at `binary` to `<spool>/bin/milo-<hash>` (once) and returns that
