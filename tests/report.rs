@@ -1,15 +1,20 @@
 //! `milo report` end to end: the report of a tiny `milo evolve` run and of a synthetic
-//! benchmark has every figure as a valid PNG and SVG, and its tables show the numbers of the
-//! records; a directory that is neither is a usage error naming it.
+//! benchmark has every figure as a valid PNG and SVG, its tables show the numbers of the
+//! records (rounded, the full value as the cell's title) and it embeds the data its script
+//! draws from; `--watch` rewrites the page as records arrive and stops on SIGINT; a directory
+//! that is neither is a usage error naming it. (The page in a real browser:
+//! `tests/report_browser.rs`.)
 
 mod common;
 
-use common::{milo, tiny_suite};
-use milo::bench::results::{
-    Batch, BenchResults, CurvePoint, Interval, LadderRung, MethodSummary, PairVerdict, RunSummary,
-};
+use common::{milo, synthetic_bench_results, tiny_suite};
+use milo::bench::results::Batch;
+use milo::bench::{BenchConfig, PlannedRun};
+use milo::search::evaluation::Quality;
 use serde_json::Value;
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The stems `X` of every `<img src="X.png">` on the page, after checking that `X.png` is a
 /// non-trivial PNG and `X.svg` an SVG, both beside it.
@@ -50,24 +55,7 @@ fn fact(name: &str, value: &str) -> String {
 #[test]
 fn a_run_report_has_its_figures_and_the_numbers_of_its_lineage() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = tiny_suite(dir.path());
-    let run_dir = dir.path().join("run");
-    let run = milo(&[
-        "evolve",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--run-dir",
-        run_dir.to_str().unwrap(),
-        "--islands",
-        "2",
-        "--rounds",
-        "2",
-        "--seed",
-        "5",
-        "--patience",
-        "1",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run_dir = tiny_run(dir.path());
 
     let out = dir.path().join("out");
     let report = milo(&[
@@ -80,10 +68,11 @@ fn a_run_report_has_its_figures_and_the_numbers_of_its_lineage() {
     assert!(report.stdout.contains("index.html"), "{}", report.stdout);
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let figures = checked_figures(&out, &html);
-    let mut expected = vec!["lineage-tree", "progress-round", "progress-time"];
+    let mut expected = vec![];
     if run_dir.join("best.json").exists() {
         expected.extend(["construction", "autoconvolution"]);
     }
+    expected.extend(["lineage-tree", "progress-round", "progress-time"]);
     assert_eq!(figures, expected);
 
     // The numbers, computed from the records independently of milo.
@@ -121,111 +110,178 @@ fn a_run_report_has_its_figures_and_the_numbers_of_its_lineage() {
             value(a.0).total_cmp(&value(b.0))
         })
         .unwrap();
-    assert!(html.contains(&fact("best score (exact)", best)), "{best}");
+    // The exact best is the cell's title; its text, 10 significant digits of it.
+    let row = html
+        .split("<tr><td>best score (exact)</td>")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("a best score row");
+    assert!(
+        row.starts_with(&format!("<td title=\"{best}\" data-sort=\"{best}\">")),
+        "{row}"
+    );
+    assert_close(cell_text(row), best.parse().unwrap(), 10);
     assert!(html.contains(&fact("best node", node)), "{node}");
+
+    // The data the script draws from: every node, with its diff.
+    let data = embedded_data(&html);
+    assert_eq!(data["kind"], "run");
+    let drawn = data["nodes"].as_array().unwrap();
+    assert_eq!(drawn.len(), nodes.len());
+    for (drawn, node) in drawn.iter().zip(&nodes) {
+        assert_eq!(drawn["id"], node["id"]);
+        assert_eq!(drawn["edit"], node["edit"]);
+        assert_eq!(drawn["admitted"], node["verdict"]["admitted"]);
+    }
+    assert!(html.contains("<div class=\"widget\" id=\"lineage\">"));
+    assert!(
+        !html.contains("reloads every"),
+        "a plain report does not reload"
+    );
 }
 
-fn interval(mean: f64, spread: f64, n: usize) -> Interval {
-    Interval {
-        n,
-        mean,
-        low: mean - spread,
-        high: mean + spread,
+/// The text of the first cell in `row` (`<td …>TEXT</td>…`).
+fn cell_text(row: &str) -> &str {
+    let start = row.find('>').unwrap() + 1;
+    let end = row.find("</td>").unwrap();
+    &row[start..end]
+}
+
+/// `text` is `value` to `digits` significant digits.
+fn assert_close(text: &str, value: f64, digits: i32) {
+    let shown: f64 = text
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {text}"));
+    let tolerance = 0.5 * 10f64.powi(value.abs().log10().floor() as i32 - (digits - 1));
+    assert!(
+        (shown - value).abs() <= tolerance * (1.0 + 1e-9),
+        "{text} is not {value} to {digits} digits"
+    );
+    let significant = text.trim_start_matches(['-', '0', '.']).replace('.', "");
+    assert_eq!(significant.len(), digits as usize, "{text}");
+}
+
+/// The JSON the page embeds for its script.
+fn embedded_data(html: &str) -> Value {
+    let start = "<script type=\"application/json\" id=\"milo-data\">";
+    let text = html
+        .split(start)
+        .nth(1)
+        .unwrap()
+        .split("</script>")
+        .next()
+        .unwrap();
+    serde_json::from_str(text).unwrap()
+}
+
+/// Makes a tiny run in `dir/run` (2 islands, 2 rounds) and returns its directory.
+fn tiny_run(dir: &Path) -> std::path::PathBuf {
+    let suite = tiny_suite(dir);
+    let run_dir = dir.join("run");
+    let run = milo(&[
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--islands",
+        "2",
+        "--rounds",
+        "2",
+        "--seed",
+        "5",
+        "--patience",
+        "1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run_dir
+}
+
+/// The number in the page's `nodes` fact, once the page exists.
+fn nodes_on_page(index: &Path) -> Option<usize> {
+    let html = std::fs::read_to_string(index).ok()?;
+    let rest = html.split("<tr><td>nodes</td><td>").nth(1)?;
+    rest[..rest.find('<')?].parse().ok()
+}
+
+/// Polls `condition` every 50 ms for up to a minute.
+fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-fn run_summary(method: &str, seed: u64, batch: Batch, best: f64) -> RunSummary {
-    let curve: Vec<CurvePoint> = (0..6)
-        .map(|i| CurvePoint {
-            cpu_seconds: i as f64 * 1.5,
-            wall_seconds: i as f64,
-            best: best + 0.01 / (1.0 + i as f64),
-        })
+#[test]
+fn a_watched_report_is_rewritten_as_records_arrive_and_stops_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = tiny_run(dir.path());
+    let lines: Vec<String> = std::fs::read_to_string(whole.join("lineage.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
         .collect();
-    RunSummary {
-        method: method.into(),
-        seed,
-        batch,
-        dir: format!("{method}-s{seed}"),
-        cpu_seconds: 7.5,
-        wall_seconds: 5.0,
-        steps: curve.len(),
-        counted_steps: curve.len(),
-        best_exact: format!("{best}"),
-        best,
-        quality: 3.25,
-        validation_best_exact: None,
-        validation_best: None,
-        validation_quality: Some(1.5),
-        curve,
-    }
-}
+    let node_line = |l: &String| l.contains("\"record\":\"node\"");
+    let total = lines.iter().filter(|l| node_line(l)).count();
+    // The first half of the records, then the rest while the report is watched.
+    let split = lines.len() / 2;
+    let early = lines[..split].iter().filter(|l| node_line(l)).count();
+    assert!(early < total, "the run is too short to split");
+    let watched = dir.path().join("watched");
+    std::fs::create_dir(&watched).unwrap();
+    let lineage = watched.join("lineage.jsonl");
+    std::fs::write(&lineage, lines[..split].join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    let index = out.join("index.html");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(["report", "--watch", watched.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the first page", || nodes_on_page(&index) == Some(early));
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(
+        html.contains("data-refresh=\"5\""),
+        "a watched page reloads itself"
+    );
+    std::fs::write(&lineage, lines.join("\n") + "\n").unwrap();
+    wait_for("the page rewritten", || {
+        nodes_on_page(&index) == Some(total)
+    });
 
-fn synthetic_results() -> BenchResults {
-    let methods = ["milo", "random-restarts"];
-    let summaries: Vec<MethodSummary> = methods
-        .iter()
-        .enumerate()
-        .map(|(k, m)| MethodSummary {
-            method: m.to_string(),
-            best: interval(1.4551234567891 + k as f64 * 1e-3, 2.5e-4, 2),
-            quality: interval(7.123456789 - k as f64, 0.75, 2),
-            rerun_best: Some(interval(1.4552 + k as f64 * 1e-3, 1e-4, 2)),
-            validation_best: None,
-            validation_quality: Some(interval(2.0, 0.5, 4)),
-            null_band: 3.1e-4,
-            rerun_null_band: Some(2.2e-4),
-        })
-        .collect();
-    let mut runs = Vec::new();
-    for (k, m) in methods.iter().enumerate() {
-        for seed in 1..=2 {
-            let base = 1.455 + k as f64 * 1e-3 + seed as f64 * 1e-4;
-            runs.push(run_summary(m, seed, Batch::First, base));
-            runs.push(run_summary(m, seed + 10, Batch::Rerun, base + 5e-5));
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
-    }
-    BenchResults {
-        problem: "third-autocorrelation-inequality".into(),
-        direction: "minimize".into(),
-        suite: "problems/suites/default.toml".into(),
-        cpu_seconds: 7.5,
-        arena_first: Some(1.4508066),
-        methods: summaries,
-        runs,
-        verdicts: vec![PairVerdict {
-            a: "milo".into(),
-            b: "random-restarts".into(),
-            advantage: 1e-3,
-            null_band: 3.1e-4,
-            rerun_advantage: Some(9e-4),
-            rerun_null_band: Some(2.2e-4),
-            verdict: "a better".into(),
-        }],
-        ladder: vec![
-            LadderRung {
-                label: "arena #1".into(),
-                method: false,
-                value: 1.4508066,
-            },
-            LadderRung {
-                label: "milo".into(),
-                method: true,
-                value: 1.4551234567891,
-            },
-            LadderRung {
-                label: "random-restarts".into(),
-                method: true,
-                value: 1.4561234567891,
-            },
-        ],
-    }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("--watch did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopped watching"), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("index.html"),
+        "the page's path is printed"
+    );
 }
 
 #[test]
 fn a_bench_report_has_its_figure_and_the_tables_of_its_results() {
     let dir = tempfile::tempdir().unwrap();
-    let results = synthetic_results();
+    let results = synthetic_bench_results();
     std::fs::write(
         dir.path().join("results.json"),
         serde_json::to_string_pretty(&results).unwrap(),
@@ -237,21 +293,34 @@ fn a_bench_report_has_its_figure_and_the_tables_of_its_results() {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert_eq!(checked_figures(&out, &html), ["curves"]);
     for m in &results.methods {
-        // Method, runs, then the best's mean, low, high and the quality's: shortest round-trip.
-        let row = format!(
-            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            m.method,
-            m.best.n,
-            m.best.mean,
-            m.best.low,
-            m.best.high,
-            m.quality.mean,
-            m.quality.low,
-            m.quality.high
-        );
-        assert!(html.contains(&row), "{row}");
-        assert_eq!(m.best.mean.to_string().parse::<f64>().unwrap(), m.best.mean);
+        // Method, runs, then the best's mean, low, high to 10 significant digits and the
+        // quality's to 3, each with its full value as the title.
+        let row = html
+            .split(&format!("<tr><td>{}</td><td>{}</td>", m.method, m.best.n))
+            .nth(1)
+            .and_then(|rest| rest.split("</tr>").next())
+            .unwrap_or_else(|| panic!("no row for {}", m.method));
+        let cells: Vec<&str> = row.split("</td>").collect();
+        let numbers = [
+            (m.best.mean, 10),
+            (m.best.low, 10),
+            (m.best.high, 10),
+            (m.quality.mean, 3),
+            (m.quality.low, 3),
+            (m.quality.high, 3),
+        ];
+        for (cell, (value, digits)) in cells.iter().zip(numbers) {
+            assert!(
+                cell.starts_with(&format!("<td title=\"{value}\"")),
+                "{cell} has not the title {value}"
+            );
+            assert_close(&cell[cell.find('>').unwrap() + 1..], value, digits);
+        }
     }
+    let data = embedded_data(&html);
+    assert_eq!(data["kind"], "bench");
+    assert_eq!(data["runs"].as_array().unwrap().len(), results.runs.len());
+    assert!(html.contains("<div class=\"widget\" id=\"bench-curves\">"));
     for (rank, rung) in results.ladder.iter().enumerate() {
         let row = format!(
             "<tr{}><td>{}</td><td>{}</td>",
@@ -261,7 +330,120 @@ fn a_bench_report_has_its_figure_and_the_tables_of_its_results() {
         );
         assert!(html.contains(&row), "{row}");
     }
-    assert!(html.contains("<td>a better</td>"));
+    assert!(html.contains("<td>milo</td><td>random-restarts</td><td>a better</td>"));
+}
+
+#[test]
+fn a_bench_in_progress_shows_its_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let results = synthetic_bench_results();
+    let methods: Vec<String> = results.methods.iter().map(|m| m.method.clone()).collect();
+    let seeds = |batch: Batch| -> Vec<u64> {
+        let mut seeds: Vec<u64> = results
+            .runs
+            .iter()
+            .filter(|r| r.batch == batch)
+            .map(|r| r.seed)
+            .collect();
+        seeds.sort();
+        seeds.dedup();
+        seeds
+    };
+    let config = BenchConfig {
+        suite,
+        suite_pin: None,
+        methods,
+        seeds: seeds(Batch::First),
+        rerun_seeds: seeds(Batch::Rerun),
+        cpu_seconds: results.cpu_seconds,
+        quality: Quality::Best,
+        promote_discoveries: false,
+        executor: "local-threads".into(),
+        slurm: None,
+    };
+    let bench = dir.path().join("bench");
+    std::fs::create_dir(&bench).unwrap();
+    std::fs::write(
+        bench.join("bench.json"),
+        serde_json::to_string(&config).unwrap(),
+    )
+    .unwrap();
+    // Only the first batch has finished.
+    let finished: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.batch == Batch::First)
+        .collect();
+    for run in &finished {
+        let planned = PlannedRun {
+            method: run.method.clone(),
+            seed: run.seed,
+            batch: run.batch,
+        };
+        let run_dir = bench.join(planned.dir());
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(
+            run_dir.join("summary.json"),
+            serde_json::to_string(run).unwrap(),
+        )
+        .unwrap();
+    }
+    let report = milo(&["report", bench.to_str().unwrap()]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let html = std::fs::read_to_string(bench.join("report").join("index.html")).unwrap();
+    let note = format!(
+        "In progress: {} of {} runs finished.",
+        finished.len(),
+        config.plan().len()
+    );
+    assert!(html.contains(&note), "{note}");
+    assert!(
+        !html.contains(">Verdicts</h2>"),
+        "no verdicts before every run finished"
+    );
+    let data = embedded_data(&html);
+    assert_eq!(data["runs"].as_array().unwrap().len(), finished.len());
+}
+
+#[test]
+fn a_broken_lineage_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real run's lineage with its last node moved to an island the run never had.
+    let run_dir = tiny_run(dir.path());
+    let real = std::fs::read_to_string(run_dir.join("lineage.jsonl")).unwrap();
+    let mut records: Vec<Value> = real
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = records
+        .iter_mut()
+        .rev()
+        .find(|r| r["record"] == "node")
+        .unwrap();
+    last["island"] = Value::from(1_000_000_000u64);
+    let far_island: String = records.iter().map(|r| format!("{r}\n")).collect();
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    let lineage = broken.join("lineage.jsonl");
+    for (text, expected) in [
+        (
+            "{\"record\":\"round_end\",\"round\":1}\n".to_string(),
+            "`started`",
+        ),
+        (
+            "not json\n{\"record\":\"round_end\",\"round\":1}\n".to_string(),
+            "line 1",
+        ),
+        (far_island, "island 1000000000"),
+    ] {
+        std::fs::write(&lineage, text).unwrap();
+        let report = milo(&["report", broken.to_str().unwrap()]);
+        assert_ne!(report.code, 0);
+        assert_eq!(report.stderr.trim().lines().count(), 1, "{}", report.stderr);
+        assert!(report.stderr.contains("lineage.jsonl"), "{}", report.stderr);
+        assert!(report.stderr.contains(expected), "{}", report.stderr);
+    }
 }
 
 #[test]

@@ -63,6 +63,73 @@ pub struct BenchConfig {
     pub slurm: Option<SlurmOptions>,
 }
 
+impl BenchConfig {
+    /// Every run, first batch then re-run, seed by seed, each seed running every method (so
+    /// a cut-short benchmark has comparable runs of all methods).
+    pub fn plan(&self) -> Vec<PlannedRun> {
+        let batches = [
+            (Batch::First, &self.seeds),
+            (Batch::Rerun, &self.rerun_seeds),
+        ];
+        let mut plan = Vec::new();
+        for (batch, seeds) in batches {
+            for &seed in seeds {
+                for method in &self.methods {
+                    plan.push(PlannedRun {
+                        method: method.clone(),
+                        seed,
+                        batch,
+                    });
+                }
+            }
+        }
+        plan
+    }
+}
+
+/// A benchmark seen from outside while it runs (no lock taken): its settings, the summaries of
+/// the runs finished so far (in plan order) and the number of runs it plans.
+pub struct BenchProgress {
+    /// The settings.
+    pub config: BenchConfig,
+    /// The finished runs' summaries.
+    pub finished: Vec<RunSummary>,
+    /// How many runs the benchmark plans.
+    pub planned: usize,
+}
+
+/// Where the benchmark in `dir` writes its planned runs' summaries (none when its settings
+/// cannot be read).
+pub fn summary_paths(dir: &Path) -> Vec<PathBuf> {
+    read_json::<BenchConfig>(&dir.join(CONFIG_FILE))
+        .map(|config| {
+            config
+                .plan()
+                .iter()
+                .map(|run| dir.join(run.dir()).join(SUMMARY_FILE))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads the benchmark in `dir` as it stands: `bench.json` and every finished run's summary.
+pub fn read_progress(dir: &Path) -> Result<BenchProgress> {
+    let config: BenchConfig = read_json(&dir.join(CONFIG_FILE))?;
+    let plan = config.plan();
+    let mut finished = Vec::new();
+    for run in &plan {
+        let path = dir.join(run.dir()).join(SUMMARY_FILE);
+        if path.is_file() {
+            finished.push(read_json(&path)?);
+        }
+    }
+    Ok(BenchProgress {
+        planned: plan.len(),
+        config,
+        finished,
+    })
+}
+
 fn local_threads() -> String {
     EXECUTORS[0].into()
 }
@@ -210,26 +277,9 @@ impl Bench {
         &self.dir
     }
 
-    /// Every run, first batch then re-run, seed by seed, each seed running every method (so
-    /// a cut-short benchmark has comparable runs of all methods).
+    /// Every run (see [`BenchConfig::plan`]).
     pub fn plan(&self) -> Vec<PlannedRun> {
-        let batches = [
-            (Batch::First, &self.config.seeds),
-            (Batch::Rerun, &self.config.rerun_seeds),
-        ];
-        let mut plan = Vec::new();
-        for (batch, seeds) in batches {
-            for &seed in seeds {
-                for method in &self.config.methods {
-                    plan.push(PlannedRun {
-                        method: method.clone(),
-                        seed,
-                        batch,
-                    });
-                }
-            }
-        }
-        plan
+        self.config.plan()
     }
 
     /// Runs every run not yet finished, then analyses all of them and writes the results;

@@ -1,15 +1,20 @@
 //! The report of a benchmark (`BENCH_DIR/results.json`): every run's best-so-far curve against
-//! CPU seconds (one colour per method, the re-run batch lighter and dashed, the arena's #1 as a
-//! line), the per-method table, the pairwise verdicts and the ladder.
+//! CPU seconds (interactive, as the gap to the arena's #1; and as a figure for papers, one
+//! colour per method, the re-run batch lighter and dashed, the arena's #1 as a line), the
+//! pairwise verdicts, the per-method table, the ladder and every run.
 
-use super::html::{maybe, number, Page};
+use super::digits;
+use super::html::{Cell, Page};
+use super::interactive::bench_data;
 use super::plot::{
     arena_in_view, arena_line, axes, colour, legend, padded, save, steps, Drawn, Figure, FONT,
 };
 use crate::bench::results::{Batch, BenchResults, Interval};
-use crate::bench::RESULTS_FILE;
+use crate::bench::{read_progress, RESULTS_FILE};
 use crate::bounded_read::{read_text_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result};
+use crate::problems::spec::Direction;
+use crate::suite::Suite;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -95,61 +100,200 @@ impl Figure for Curves<'_> {
     }
 }
 
-/// Reads `dir/results.json`, writes its figure into `out` and returns the page.
+/// The results so far of the benchmark in `dir` while it runs (no `results.json` yet): its
+/// finished runs, no analysis; and how many runs it plans.
+fn results_so_far(dir: &Path) -> Result<(BenchResults, usize)> {
+    let progress = read_progress(dir)?;
+    let suite = Suite::load(&progress.config.suite)?;
+    let spec = suite.problem.spec();
+    let results = BenchResults {
+        problem: spec.slug.clone(),
+        direction: match spec.direction {
+            Direction::Minimize => "minimize".into(),
+            Direction::Maximize => "maximize".into(),
+        },
+        suite: progress.config.suite.display().to_string(),
+        cpu_seconds: progress.config.cpu_seconds,
+        arena_first: spec.arena_first().map(|r| r.value),
+        methods: Vec::new(),
+        runs: progress.finished,
+        verdicts: Vec::new(),
+        ladder: Vec::new(),
+    };
+    Ok((results, progress.planned))
+}
+
+/// Reads `dir/results.json` (or, while the benchmark runs, its finished runs), writes its
+/// figure into `out` and returns the page.
 pub fn bench_page(dir: &Path, out: &Path) -> Result<Page> {
     let path = dir.join(RESULTS_FILE);
-    let text = read_text_capped(&path, RECORDS_CAP, "benchmark results")?;
-    let results: BenchResults = serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
-        path: path.clone(),
-        message: e.to_string(),
-    })?;
+    let (results, planned) = if path.is_file() {
+        let text = read_text_capped(&path, RECORDS_CAP, "benchmark results")?;
+        let results: BenchResults =
+            serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        (results, None)
+    } else {
+        let (results, planned) = results_so_far(dir)?;
+        (results, Some(planned))
+    };
     let mut page = Page::new(&format!("milo benchmark report: {}", dir.display()));
+    if let Some(planned) = planned {
+        page.note(&format!(
+            "In progress: {} of {planned} runs finished. The verdicts, the methods' intervals \
+             and the ladder come when every run has finished.",
+            results.runs.len()
+        ));
+    }
     page.heading("Settings");
-    page.facts(&[
-        ("benchmark directory", dir.display().to_string()),
-        ("problem", results.problem.clone()),
-        ("direction", results.direction.clone()),
-        ("suite", results.suite.clone()),
-        ("CPU seconds per run", number(results.cpu_seconds)),
-        ("runs", results.runs.len().to_string()),
-        ("arena #1", maybe(results.arena_first)),
+    page.facts(vec![
+        ("benchmark directory", Cell::text(dir.display().to_string())),
+        ("problem", Cell::text(results.problem.clone())),
+        ("direction", Cell::text(results.direction.clone())),
+        ("suite", Cell::text(results.suite.clone())),
+        ("CPU seconds per run", Cell::measure(results.cpu_seconds)),
+        ("runs", Cell::text(results.runs.len().to_string())),
+        ("arena #1", Cell::maybe(results.arena_first, Cell::score)),
     ]);
 
     page.heading("Best so far");
+    page.paragraph(&match results.arena_first {
+        Some(first) => format!(
+            "Every run's best so far against CPU seconds, as its gap to the arena's #1 ({}) on \
+             a log axis: one colour per method, the re-run batch dashed. Click a method in the \
+             legend to hide or show it; hover a curve for its run.",
+            digits::score(first)
+        ),
+        None => "Every run's best so far against CPU seconds: one colour per method, the re-run \
+                 batch dashed."
+            .into(),
+    });
+    page.widget("bench-curves");
+
+    if planned.is_none() {
+        analysis_tables(&mut page, &results);
+    }
+
+    page.heading("Runs");
+    let rows: Vec<_> = results
+        .runs
+        .iter()
+        .map(|r| {
+            (
+                false,
+                vec![
+                    Cell::text(r.method.clone()),
+                    Cell::text(r.seed.to_string()),
+                    Cell::text(r.batch.as_str()),
+                    Cell::text(r.dir.clone()),
+                    Cell::measure(r.cpu_seconds),
+                    Cell::measure(r.wall_seconds),
+                    Cell::text(r.steps.to_string()),
+                    Cell::exact(&r.best_exact),
+                    Cell::measure(r.quality),
+                    Cell::maybe(r.validation_best_exact.as_deref(), Cell::exact),
+                    Cell::maybe(r.validation_quality, Cell::measure),
+                ],
+            )
+        })
+        .collect();
+    page.table(
+        &[
+            "method",
+            "seed",
+            "batch",
+            "directory",
+            "CPU s",
+            "wall s",
+            "steps",
+            "best (exact)",
+            "quality",
+            "validation best (exact)",
+            "validation quality",
+        ],
+        &rows,
+    );
+
+    page.heading("Figures for papers");
     save(&Curves { results: &results }, out, "curves")?;
     page.figure(
         "curves",
         "Best so far against CPU seconds, every run: one colour per method, the re-run batch \
          dashed and lighter; dashed red: the arena's #1",
     );
+    page.set_data(&bench_data(&results))?;
+    Ok(page)
+}
+
+/// The analysis of a finished benchmark: the pairwise verdicts, the methods' intervals and the
+/// ladder of known values.
+fn analysis_tables(page: &mut Page, results: &BenchResults) {
+    page.heading("Verdicts");
+    let rows: Vec<_> = results
+        .verdicts
+        .iter()
+        .map(|v| {
+            (
+                false,
+                vec![
+                    Cell::text(v.a.clone()),
+                    Cell::text(v.b.clone()),
+                    Cell::text(v.verdict.clone()),
+                    Cell::gap(v.advantage),
+                    Cell::gap(v.null_band),
+                    Cell::maybe(v.rerun_advantage, Cell::gap),
+                    Cell::maybe(v.rerun_null_band, Cell::gap),
+                ],
+            )
+        })
+        .collect();
+    page.table(
+        &[
+            "a",
+            "b",
+            "verdict",
+            "advantage of a",
+            "null band",
+            "re-run advantage",
+            "re-run null band",
+        ],
+        &rows,
+    );
 
     page.heading("Methods");
     page.paragraph("Means with 95% intervals (Student's t) over each batch's runs.");
-    let interval = |i: &Interval| {
+    let interval = |i: &Interval, cell: fn(f64) -> Cell| {
         vec![
-            i.n.to_string(),
-            number(i.mean),
-            number(i.low),
-            number(i.high),
+            Cell::text(i.n.to_string()),
+            cell(i.mean),
+            cell(i.low),
+            cell(i.high),
         ]
     };
-    let optional = |i: &Option<Interval>| match i {
-        Some(i) => format!("{} [{}, {}]", number(i.mean), number(i.low), number(i.high)),
-        None => "—".into(),
+    let optional = |i: &Option<Interval>, format: fn(f64) -> String| match i {
+        Some(i) => Cell::text(format!(
+            "{} [{}, {}]",
+            format(i.mean),
+            format(i.low),
+            format(i.high)
+        )),
+        None => Cell::text("—"),
     };
     let rows: Vec<_> = results
         .methods
         .iter()
         .map(|m| {
-            let mut cells = vec![m.method.clone()];
-            cells.extend(interval(&m.best));
-            cells.extend(interval(&m.quality)[1..].iter().cloned());
+            let mut cells = vec![Cell::text(m.method.clone())];
+            cells.extend(interval(&m.best, Cell::score));
+            cells.extend(interval(&m.quality, Cell::measure)[1..].iter().cloned());
             cells.extend([
-                optional(&m.rerun_best),
-                optional(&m.validation_best),
-                optional(&m.validation_quality),
-                number(m.null_band),
-                maybe(m.rerun_null_band),
+                optional(&m.rerun_best, digits::score),
+                optional(&m.validation_best, digits::score),
+                optional(&m.validation_quality, digits::measure),
+                Cell::gap(m.null_band),
+                Cell::maybe(m.rerun_null_band, Cell::gap),
             ]);
             (false, cells)
         })
@@ -173,38 +317,6 @@ pub fn bench_page(dir: &Path, out: &Path) -> Result<Page> {
         &rows,
     );
 
-    page.heading("Verdicts");
-    let rows: Vec<_> = results
-        .verdicts
-        .iter()
-        .map(|v| {
-            (
-                false,
-                vec![
-                    v.a.clone(),
-                    v.b.clone(),
-                    number(v.advantage),
-                    number(v.null_band),
-                    maybe(v.rerun_advantage),
-                    maybe(v.rerun_null_band),
-                    v.verdict.clone(),
-                ],
-            )
-        })
-        .collect();
-    page.table(
-        &[
-            "a",
-            "b",
-            "advantage of a",
-            "null band",
-            "re-run advantage",
-            "re-run null band",
-            "verdict",
-        ],
-        &rows,
-    );
-
     page.heading("Ladder");
     page.paragraph("Best first; benchmark methods highlighted.");
     let rows: Vec<_> = results
@@ -215,56 +327,13 @@ pub fn bench_page(dir: &Path, out: &Path) -> Result<Page> {
             (
                 rung.method,
                 vec![
-                    (k + 1).to_string(),
-                    rung.label.clone(),
-                    if rung.method { "method" } else { "known value" }.to_string(),
-                    number(rung.value),
+                    Cell::text((k + 1).to_string()),
+                    Cell::text(rung.label.clone()),
+                    Cell::text(if rung.method { "method" } else { "known value" }),
+                    Cell::score(rung.value),
                 ],
             )
         })
         .collect();
     page.table(&["rank", "what", "kind", "score"], &rows);
-
-    page.heading("Runs");
-    let rows: Vec<_> = results
-        .runs
-        .iter()
-        .map(|r| {
-            (
-                false,
-                vec![
-                    r.method.clone(),
-                    r.seed.to_string(),
-                    format!("{:?}", r.batch).to_lowercase(),
-                    r.dir.clone(),
-                    number(r.cpu_seconds),
-                    number(r.wall_seconds),
-                    r.steps.to_string(),
-                    r.best_exact.clone(),
-                    number(r.quality),
-                    r.validation_best_exact
-                        .clone()
-                        .unwrap_or_else(|| "—".into()),
-                    maybe(r.validation_quality),
-                ],
-            )
-        })
-        .collect();
-    page.table(
-        &[
-            "method",
-            "seed",
-            "batch",
-            "directory",
-            "CPU s",
-            "wall s",
-            "steps",
-            "best (exact)",
-            "quality",
-            "validation best (exact)",
-            "validation quality",
-        ],
-        &rows,
-    );
-    Ok(page)
 }

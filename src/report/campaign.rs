@@ -1,7 +1,7 @@
 //! A campaign's page: what was pulled, what was offered and sent and what the arena said, then
 //! the search run's page (`run/`).
 
-use super::html::Page;
+use super::html::{Cell, Page};
 use super::run::run_page;
 use crate::arena::ledger::{read, tracked};
 use crate::arena::pull::SUMMARY_FILE;
@@ -15,22 +15,21 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
     let settings = read_settings(dir)?;
     let mut campaign = Page::new(&format!("milo campaign report: {}", dir.display()));
     campaign.heading("Campaign");
-    campaign.facts(&[
-        ("problem", settings.slug.clone()),
-        ("arena", settings.base_url.clone()),
+    campaign.facts(vec![
+        ("problem", Cell::text(settings.slug.clone())),
+        ("arena", Cell::text(settings.base_url.clone())),
         (
             "agent",
-            settings.agent.clone().unwrap_or_else(|| "—".into()),
+            Cell::text(settings.agent.clone().unwrap_or_else(|| "—".into())),
         ),
-        ("started", settings.started_at.clone()),
+        ("started", Cell::text(settings.started_at.clone())),
         (
             "submitting",
-            if settings.submit {
+            Cell::text(if settings.submit {
                 "on"
             } else {
                 "off (report only)"
-            }
-            .into(),
+            }),
         ),
     ]);
     campaign.heading("Pulled leaderboard (the starts)");
@@ -41,7 +40,7 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
                 path: pull_path.clone(),
                 message: e.to_string(),
             })?;
-    let rows: Vec<(bool, Vec<String>)> = pulled["entries"]
+    let rows: Vec<(bool, Vec<Cell>)> = pulled["entries"]
         .as_array()
         .map(|entries| {
             entries
@@ -55,11 +54,11 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
                     (
                         false,
                         vec![
-                            text("rank"),
-                            text("agent"),
-                            text("arena_score"),
-                            text("score_exact"),
-                            text("valid"),
+                            Cell::text(text("rank")),
+                            Cell::text(text("agent")),
+                            Cell::text(text("arena_score")),
+                            Cell::exact(&text("score_exact")),
+                            Cell::text(text("valid")),
                         ],
                     )
                 })
@@ -75,7 +74,7 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
     if submissions.is_empty() {
         campaign.note("nothing was sent (no new #1, or submitting was off)");
     } else {
-        let rows: Vec<(bool, Vec<String>)> = submissions
+        let rows: Vec<(bool, Vec<Cell>)> = submissions
             .iter()
             .map(|t| {
                 let s = &t.submission;
@@ -83,18 +82,17 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
                 (
                     status == "evaluated",
                     vec![
-                        s.solution_id
-                            .as_ref()
-                            .map(|i| i.to_string())
-                            .unwrap_or_default(),
-                        s.at.clone(),
-                        s.assessment.score_exact.clone(),
-                        s.assessment.verdict.describe(),
-                        status,
-                        t.latest
-                            .as_ref()
-                            .and_then(|l| l.score)
-                            .map_or("—".into(), |x| format!("{x:?}")),
+                        Cell::text(
+                            s.solution_id
+                                .as_ref()
+                                .map(|i| i.to_string())
+                                .unwrap_or_default(),
+                        ),
+                        Cell::text(s.at.clone()),
+                        Cell::exact(&s.assessment.score_exact),
+                        Cell::text(s.assessment.verdict.describe()),
+                        Cell::text(status),
+                        Cell::maybe(t.latest.as_ref().and_then(|l| l.score), Cell::score),
                     ],
                 )
             })

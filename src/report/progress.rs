@@ -1,11 +1,107 @@
-//! Figure: best-so-far score against round or time, as a step curve, with the arena's #1 as a
-//! horizontal line.
+//! A run's best so far: each node's best search-task score, the run's best after each node
+//! (against round and time), and the figure of it (a step curve with the arena's #1 as a
+//! horizontal line).
 
 use super::plot::{
     arena_in_view, arena_line, axes, colour, legend, padded, steps, Drawn, Figure, FONT,
 };
+use crate::exact::rational::parse_decimal;
+use crate::problems::spec::Direction;
+use crate::search::archive::search_evaluations;
+use crate::search::evaluation::TaskResult;
+use crate::search::lineage::NodeRecord;
+use crate::search::state::SearchState;
+use crate::suite::Split;
+use num_rational::BigRational;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+
+/// A search task result with its parsed exact end score.
+pub struct Scored<'a> {
+    /// The node whose evaluation (or parent re-run) ran the task.
+    pub node: &'a NodeRecord,
+    /// The task's result.
+    pub task: &'a TaskResult,
+    /// Its exact end score.
+    pub exact: BigRational,
+}
+
+/// The best search-task end score of `node` (its own evaluation and its parent's re-run) in
+/// `direction` (the first on ties); tasks whose score is not a decimal are skipped.
+pub fn node_best(node: &NodeRecord, direction: Direction) -> Option<Scored<'_>> {
+    search_evaluations(node)
+        .flat_map(|e| &e.tasks)
+        .filter(|t| t.split == Split::Search)
+        .filter_map(|task| {
+            Some(Scored {
+                node,
+                task,
+                exact: parse_decimal(&task.end_exact)?,
+            })
+        })
+        .reduce(|best, s| {
+            if direction.better(&s.exact, &best.exact) {
+                s
+            } else {
+                best
+            }
+        })
+}
+
+/// The run's best after one node.
+pub struct BestSoFar<'a> {
+    /// The node just recorded.
+    pub node: &'a NodeRecord,
+    /// When: seconds since the first node, or (in a lineage without timestamps) cumulative task
+    /// wall seconds.
+    pub time: f64,
+    /// The best so far and where it came from.
+    pub best: Scored<'a>,
+}
+
+/// The run's best after every node from the first that has a search-task score on, and whether
+/// the times are wall seconds since the first node (`true`) or cumulative task wall seconds
+/// (`false`: the lineage has no timestamps).
+pub fn best_so_far(state: &SearchState, direction: Direction) -> (Vec<BestSoFar<'_>>, bool) {
+    let first_at = state.nodes.first().and_then(|n| n.at);
+    let timed = state.nodes.iter().all(|n| n.at.is_some());
+    let mut best: Option<Scored> = None;
+    let mut points = Vec::new();
+    let mut task_seconds = 0.0;
+    for node in &state.nodes {
+        task_seconds += node
+            .evaluation
+            .tasks
+            .iter()
+            .map(|t| t.wall_seconds)
+            .sum::<f64>();
+        if let Some(s) = node_best(node, direction) {
+            if best
+                .as_ref()
+                .is_none_or(|b| direction.better(&s.exact, &b.exact))
+            {
+                best = Some(s);
+            }
+        }
+        let Some(b) = &best else {
+            continue;
+        };
+        let time = match (timed, node.at, first_at) {
+            (true, Some(at), Some(first)) => at - first,
+            _ => task_seconds,
+        };
+        points.push(BestSoFar {
+            node,
+            time,
+            best: Scored {
+                node: b.node,
+                task: b.task,
+                exact: b.exact.clone(),
+            },
+        });
+    }
+    (points, timed)
+}
 
 /// A best-so-far curve.
 pub struct Progress {

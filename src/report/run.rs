@@ -1,102 +1,57 @@
-//! The report of a search run (`RUN_DIR/lineage.jsonl`): settings, node counts, orchestrator
-//! moves, the best score and where it came from, per-island bests, and the figures (lineage
-//! tree, best-so-far by round and over time, the best construction against its start).
+//! The report of a search run (`RUN_DIR/lineage.jsonl`): the result (node counts, the best
+//! score and where it came from, its gap to the arena's #1), the interactive lineage and
+//! best-so-far charts, per-island bests, orchestrator moves, failures, every node, the best
+//! construction against its start, the settings, and the figures for papers (lineage tree,
+//! best so far by round and over time).
 
 use super::construction::{Curve, Profiles};
-use super::html::{number, Page};
+use super::digits::{self, SCORE_DIGITS};
+use super::html::{Cell, Page};
+use super::interactive;
 use super::lineage_tree::LineageTree;
 use super::plot::save;
-use super::progress::Progress;
+use super::progress::{best_so_far, node_best, BestSoFar, Progress};
 use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
-use crate::exact::rational::parse_decimal;
+use crate::exact::rational::{decimal_string, to_f64};
 use crate::problems::spec::Direction;
 use crate::problems::Problem;
-use crate::search::archive::search_evaluations;
-use crate::search::evaluation::TaskResult;
 use crate::search::evolve::{read_best, BEST_FILE};
-use crate::search::lineage::{read_records, Move, NodeRecord, LINEAGE_FILE};
+use crate::search::lineage::{read_records, LineageRecord, Move, LINEAGE_FILE};
 use crate::search::state::SearchState;
-use crate::suite::{Split, Suite};
-use num_rational::BigRational;
+use crate::suite::Suite;
 use std::path::Path;
 
-/// A search task result with its parsed exact end score.
-struct Scored<'a> {
-    node: &'a NodeRecord,
-    task: &'a TaskResult,
-    exact: BigRational,
-}
-
-/// The best search-task end score of `node` (its own evaluation and its parent's re-run) in
-/// `direction` (the first on ties).
-fn node_best(node: &NodeRecord, direction: Direction) -> Option<Scored<'_>> {
-    search_evaluations(node)
-        .flat_map(|e| &e.tasks)
-        .filter(|t| t.split == Split::Search)
-        .filter_map(|task| {
-            Some(Scored {
-                node,
-                task,
-                exact: parse_decimal(&task.end_exact)?,
-            })
-        })
-        .reduce(|best, s| {
-            if direction.better(&s.exact, &best.exact) {
-                s
-            } else {
-                best
-            }
-        })
-}
-
-/// Writes the figures of the run in `dir` into `out` and returns the page.
+/// Writes the figures of the run in `dir` into `out` and returns the page: the interactive
+/// lineage and best-so-far charts (drawn by the page's script from the embedded data), the
+/// tables, and the PNG/SVG figures.
 pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
     let lineage = dir.join(LINEAGE_FILE);
     let (records, _) = read_records(&lineage)?;
-    let state = SearchState::replay(&records);
-    let config = state.config.clone().ok_or_else(|| MiloError::Malformed {
+    let malformed = |message: &str| MiloError::Malformed {
         path: lineage.clone(),
-        message: "no run settings (the first record must be `started`)".into(),
-    })?;
+        message: message.into(),
+    };
+    let config = match records.first() {
+        Some(LineageRecord::Started(config)) => config.as_ref().clone(),
+        _ => {
+            return Err(malformed(
+                "no run settings (the first record must be `started`)",
+            ))
+        }
+    };
+    if config.mutators.is_empty() {
+        return Err(malformed("the run settings name no mutator"));
+    }
+    let state = SearchState::replay(&records);
+    check_lanes_and_rounds(&state).map_err(|message| malformed(&message))?;
     let suite = Suite::load(&config.suite)?;
     let spec = suite.problem.spec();
     let direction = spec.direction;
     let arena = spec.arena_first();
 
     let mut page = Page::new(&format!("milo run report: {}", dir.display()));
-    page.heading("Settings");
-    let optional = |x: Option<String>| x.unwrap_or_else(|| "—".into());
-    page.facts(&[
-        ("run directory", dir.display().to_string()),
-        ("suite", config.suite.display().to_string()),
-        ("problem", spec.slug.clone()),
-        ("direction", format!("{direction:?}").to_lowercase()),
-        ("islands at the start", config.islands.to_string()),
-        (
-            "rounds asked",
-            optional(config.rounds.map(|r| r.to_string())),
-        ),
-        ("hours asked", optional(config.hours.map(number))),
-        ("rounds done", state.rounds_done.to_string()),
-        ("seed", config.seed.to_string()),
-        ("patience", config.patience.to_string()),
-        ("quality", format!("{:?}", config.quality).to_lowercase()),
-        (
-            "cost",
-            format!(
-                "{} (cost in {}, latency in {})",
-                format!("{:?}", config.cost).to_lowercase(),
-                config.cost.cost_unit(),
-                config.cost.latency_unit()
-            ),
-        ),
-        ("attempts", config.attempts.to_string()),
-        ("writer", config.writer.clone()),
-        ("mutators", config.mutators.join(", ")),
-    ]);
-
     let admitted = state.nodes.iter().filter(|n| n.admitted()).count();
     let best = state
         .nodes
@@ -109,6 +64,29 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
                 best
             }
         });
+    page.heading("Lineage and best so far");
+    page.paragraph(
+        "One lane per island, one column per round. Filled: admitted; hollow: rejected; grey \
+         lines join a child to its parent, orange arrows are grafts (a co-parent from another \
+         island); diamonds are orchestrator moves after their round, P the promoted starts. \
+         Hover a node for its score, click it for its verdict, its harness diff against its \
+         parent, the evidence its mutator read, its per-task gains and the programs it ran. The \
+         slider hides what came after a round.",
+    );
+    page.paragraph(&match arena {
+        Some(r) => format!(
+            "Best so far: the run's best search-task score after each node, as its gap to the \
+             arena's #1 ({}) on a log axis, so the #1 is the floor and the suite's record to \
+             beat (dashed) stays in view; a best that beats the #1 is drawn in the band below \
+             the axis.",
+            digits::score(r.value)
+        ),
+        None => "Best so far: the run's best search-task score after each node (the problem \
+                 file lists no arena #1 to measure a gap to)."
+            .into(),
+    });
+    page.widget("lineage");
+
     page.heading("Result");
     let promotions = state
         .events
@@ -116,34 +94,53 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
         .filter(|e| matches!(e.action, Move::Promote { .. }))
         .count();
     let mut facts = vec![
-        ("nodes", state.nodes.len().to_string()),
-        ("admitted", admitted.to_string()),
-        ("rejected", (state.nodes.len() - admitted).to_string()),
+        ("problem", Cell::text(spec.slug.clone())),
+        ("rounds done", Cell::text(state.rounds_done.to_string())),
+        ("nodes", Cell::text(state.nodes.len().to_string())),
+        ("admitted", Cell::text(admitted.to_string())),
+        (
+            "rejected",
+            Cell::text((state.nodes.len() - admitted).to_string()),
+        ),
         (
             "orchestrator moves",
-            (state.events.len() - promotions).to_string(),
+            Cell::text((state.events.len() - promotions).to_string()),
         ),
-        ("promotions", promotions.to_string()),
+        ("promotions", Cell::text(promotions.to_string())),
     ];
     if let Some(best) = &best {
         facts.extend([
-            ("best score (exact)", best.task.end_exact.clone()),
-            ("best node", best.node.id.clone()),
-            ("best task", best.task.task.clone()),
+            ("best score (exact)", Cell::exact(&best.task.end_exact)),
+            ("best node", Cell::text(best.node.id.clone())),
+            ("best task", Cell::text(best.task.task.clone())),
         ]);
     }
     facts.push((
         "suite record to beat",
-        crate::exact::rational::decimal_string(&suite.record, 40),
+        Cell::exact(&decimal_string(&suite.record, SCORE_DIGITS)),
     ));
     facts.push((
         "arena #1",
-        arena.map_or_else(
-            || "— (the problem file lists none)".into(),
-            |r| format!("{} ({}, {})", number(r.value), r.holder, r.date),
-        ),
+        Cell::maybe(arena, |r| {
+            Cell::text(format!(
+                "{} ({}, {})",
+                digits::score(r.value),
+                r.holder,
+                r.date
+            ))
+        }),
     ));
-    page.facts(&facts);
+    if let (Some(best), Some(arena)) = (&best, arena) {
+        let behind = interactive::gap(&best.exact, arena.value, direction);
+        facts.push((
+            "best against the arena #1",
+            Cell::text(match behind > 0.0 {
+                true => format!("{} behind", digits::gap(behind)),
+                false => format!("beats it by {}", digits::gap(-behind)),
+            }),
+        ));
+    }
+    page.facts(facts);
 
     page.heading("Islands");
     let island_rows: Vec<_> = state
@@ -155,17 +152,13 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             (
                 false,
                 vec![
-                    island.id.to_string(),
-                    island.mutator.clone(),
-                    island.members.len().to_string(),
-                    island.admitted.len().to_string(),
-                    best.map_or_else(|| "—".into(), |n| n.id.clone()),
-                    best.map_or_else(|| "—".into(), |n| number(n.evaluation.fitness.quality)),
-                    if validation.is_finite() {
-                        number(validation)
-                    } else {
-                        "—".into()
-                    },
+                    Cell::text(island.id.to_string()),
+                    Cell::text(island.mutator.clone()),
+                    Cell::text(island.members.len().to_string()),
+                    Cell::text(island.admitted.len().to_string()),
+                    Cell::maybe(best, |n| Cell::text(n.id.clone())),
+                    Cell::maybe(best, |n| Cell::measure(n.evaluation.fitness.quality)),
+                    Cell::maybe(validation.is_finite().then_some(validation), Cell::measure),
                 ],
             )
         })
@@ -183,13 +176,7 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
         &island_rows,
     );
 
-    page.heading("Lineage");
-    save(&LineageTree::new(&state), out, "lineage-tree")?;
-    page.figure(
-        "lineage-tree",
-        "Lineage tree: x = round, one lane per island; filled = admitted, crossed = rejected; \
-         orange arrows = grafts; dashed = orchestrator moves",
-    );
+    page.heading("Orchestrator moves and promotions");
     let event_rows: Vec<_> = state
         .events
         .iter()
@@ -198,10 +185,10 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             (
                 false,
                 vec![
-                    e.round.to_string(),
-                    e.action.kind().to_string(),
-                    islands.join(", "),
-                    e.diagnosis.clone(),
+                    Cell::text(e.round.to_string()),
+                    Cell::text(e.action.kind()),
+                    Cell::text(islands.join(", ")),
+                    Cell::text(e.diagnosis.clone()),
                 ],
             )
         })
@@ -214,9 +201,25 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             &event_rows,
         );
     }
-
-    progress(&mut page, &state, direction, arena.map(|r| r.value), out)?;
-    best_construction(&mut page, dir, &suite, out)?;
+    if !state.failures.is_empty() {
+        page.heading("Failures");
+        let rows: Vec<_> = state
+            .failures
+            .iter()
+            .map(|f| {
+                (
+                    false,
+                    vec![
+                        Cell::text(f.round.to_string()),
+                        Cell::text(f.island.to_string()),
+                        Cell::text(format!("{} {}", f.part, f.name)),
+                        Cell::text(f.message.clone()),
+                    ],
+                )
+            })
+            .collect();
+        page.table(&["round", "island", "part", "message"], &rows);
+    }
 
     page.heading("Nodes");
     let cost_header = format!("cost ({})", config.cost.cost_unit());
@@ -229,18 +232,17 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             (
                 false,
                 vec![
-                    n.id.clone(),
-                    n.island.to_string(),
-                    n.round.to_string(),
-                    n.mutator.clone(),
-                    n.parents.join(", "),
-                    number(f.quality),
-                    number(f.cost),
-                    number(f.latency),
-                    node_best(n, direction)
-                        .map_or_else(|| "—".into(), |s| s.task.end_exact.clone()),
-                    if n.admitted() { "admitted" } else { "rejected" }.to_string(),
-                    n.verdict.reason.clone(),
+                    Cell::text(n.id.clone()),
+                    Cell::text(n.island.to_string()),
+                    Cell::text(n.round.to_string()),
+                    Cell::text(n.mutator.clone()),
+                    Cell::text(n.parents.join(", ")),
+                    Cell::measure(f.quality),
+                    Cell::measure(f.cost),
+                    Cell::measure(f.latency),
+                    Cell::maybe(node_best(n, direction), |s| Cell::exact(&s.task.end_exact)),
+                    Cell::text(if n.admitted() { "admitted" } else { "rejected" }),
+                    Cell::text(n.verdict.reason.clone()),
                 ],
             )
         })
@@ -261,52 +263,113 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
         ],
         &node_rows,
     );
+
+    best_construction(&mut page, dir, &suite, out)?;
+
+    page.heading("Settings");
+    let optional = |x: Option<String>| Cell::text(x.unwrap_or_else(|| "—".into()));
+    page.facts(vec![
+        ("run directory", Cell::text(dir.display().to_string())),
+        ("suite", Cell::text(config.suite.display().to_string())),
+        ("problem", Cell::text(spec.slug.clone())),
+        (
+            "direction",
+            Cell::text(format!("{direction:?}").to_lowercase()),
+        ),
+        (
+            "islands at the start",
+            Cell::text(config.islands.to_string()),
+        ),
+        (
+            "rounds asked",
+            optional(config.rounds.map(|r| r.to_string())),
+        ),
+        ("hours asked", optional(config.hours.map(|h| h.to_string()))),
+        ("seed", Cell::text(config.seed.to_string())),
+        ("patience", Cell::text(config.patience.to_string())),
+        (
+            "quality",
+            Cell::text(format!("{:?}", config.quality).to_lowercase()),
+        ),
+        (
+            "cost",
+            Cell::text(format!(
+                "{} (cost in {}, latency in {})",
+                format!("{:?}", config.cost).to_lowercase(),
+                config.cost.cost_unit(),
+                config.cost.latency_unit()
+            )),
+        ),
+        ("attempts", Cell::text(config.attempts.to_string())),
+        ("writer", Cell::text(config.writer.clone())),
+        ("mutators", Cell::text(config.mutators.join(", "))),
+        (
+            "promote discoveries",
+            Cell::text(if config.promote_discoveries {
+                "on"
+            } else {
+                "off"
+            }),
+        ),
+    ]);
+
+    page.heading("Figures for papers");
+    save(&LineageTree::new(&state), out, "lineage-tree")?;
+    page.figure(
+        "lineage-tree",
+        "Lineage tree: x = round, one lane per island; filled = admitted, crossed = rejected; \
+         orange arrows = grafts; dashed = orchestrator moves",
+    );
+    progress_figures(&mut page, &state, direction, arena.map(|r| r.value), out)?;
+
+    page.set_data(&interactive::run_data(&state, &suite, &config))?;
     Ok(page)
+}
+
+/// Every node's island must be one of the run's (the seeds' and those speciation made) and its
+/// round within reach of the rounds recorded (each round leaves a node or a failure), or the
+/// page would draw lanes and columns without end.
+fn check_lanes_and_rounds(state: &SearchState) -> std::result::Result<(), String> {
+    let reach = state.rounds_done + state.nodes.len() + state.failures.len() + 1;
+    for node in &state.nodes {
+        if node.island >= state.islands.len() {
+            return Err(format!(
+                "node {} names island {}, but the run has {} islands",
+                node.id,
+                node.island,
+                state.islands.len()
+            ));
+        }
+        if node.round > reach {
+            return Err(format!(
+                "node {} names round {}, beyond any round the records reach ({reach})",
+                node.id, node.round
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Best-so-far figures: against round, and against wall time since the first node (or, in a
 /// lineage without timestamps, against cumulative task wall seconds).
-fn progress(
+fn progress_figures(
     page: &mut Page,
     state: &SearchState,
     direction: Direction,
     arena_first: Option<f64>,
     out: &Path,
 ) -> Result<()> {
-    page.heading("Progress");
-    let first_at = state.nodes.first().and_then(|n| n.at);
-    let timed = state.nodes.iter().all(|n| n.at.is_some());
-    let mut best: Option<BigRational> = None;
-    let mut best_value = f64::NAN;
-    let (mut by_round, mut by_time) = (Vec::new(), Vec::new());
-    let mut task_seconds = 0.0;
-    for node in &state.nodes {
-        task_seconds += node
-            .evaluation
-            .tasks
-            .iter()
-            .map(|t| t.wall_seconds)
-            .sum::<f64>();
-        if let Some(s) = node_best(node, direction) {
-            if best.as_ref().is_none_or(|b| direction.better(&s.exact, b)) {
-                best_value = crate::exact::rational::to_f64(&s.exact);
-                best = Some(s.exact);
-            }
-        }
-        if best.is_none() {
-            continue;
-        }
-        by_round.push((node.round as f64, best_value));
-        let x = match (timed, node.at, first_at) {
-            (true, Some(at), Some(first)) => at - first,
-            _ => task_seconds,
-        };
-        by_time.push((x, best_value));
-    }
-    if by_round.is_empty() {
-        page.note("No node has a search-task score yet: no progress figures.");
+    let (points, timed) = best_so_far(state, direction);
+    if points.is_empty() {
+        page.note("No node has a search-task score yet: no best-so-far figures.");
         return Ok(());
     }
+    let value = |p: &BestSoFar| to_f64(&p.best.exact);
+    let by_round = points
+        .iter()
+        .map(|p| (p.node.round as f64, value(p)))
+        .collect();
+    let by_time = points.iter().map(|p| (p.time, value(p))).collect();
     let figures = [
         ("progress-round", "round", "Best so far by round", by_round),
         (
@@ -394,29 +457,34 @@ fn best_construction(page: &mut Page, dir: &Path, suite: &Suite, out: &Path) -> 
             values: scaled_lags(problem, &c.values),
         })
         .collect();
-    let mut facts = vec![
-        ("file", best_path.display().to_string()),
-        ("values", best.len().to_string()),
-        (
-            "score (exact, from the provenance)",
-            field("score_exact").unwrap_or_else(|| "—".into()),
-        ),
-        ("node", field("node").unwrap_or_else(|| "—".into())),
-        ("task", task.clone().unwrap_or_else(|| "—".into())),
-        (
-            "start",
-            start
-                .as_ref()
-                .map_or_else(|| "— (not found)".into(), |s| s.0.clone()),
-        ),
-    ];
+    let text = |x: Option<String>| Cell::text(x.unwrap_or_else(|| "—".into()));
     let maxima: Vec<String> = curves
         .iter()
         .zip(&lags)
-        .map(|(curve, lag)| format!("{}: {}", curve.label, number(lag.max(2.0).1)))
+        .map(|(curve, lag)| format!("{}: {}", curve.label, digits::score(lag.max(2.0).1)))
         .collect();
-    facts.push(("maximum of the lag quantity · 1/n", maxima.join("; ")));
-    page.facts(&facts);
+    page.facts(vec![
+        ("file", Cell::text(best_path.display().to_string())),
+        ("values", Cell::text(best.len().to_string())),
+        (
+            "score (exact, from the provenance)",
+            Cell::maybe(field("score_exact"), |s| Cell::exact(&s)),
+        ),
+        ("node", text(field("node"))),
+        ("task", text(task.clone())),
+        (
+            "start",
+            Cell::text(
+                start
+                    .as_ref()
+                    .map_or_else(|| "— (not found)".into(), |s| s.0.clone()),
+            ),
+        ),
+        (
+            "maximum of the lag quantity · 1/n",
+            Cell::text(maxima.join("; ")),
+        ),
+    ]);
     if start.is_none() {
         page.note("The task's start could not be found: the figures show the best alone.");
     }

@@ -1,6 +1,9 @@
 //! Shared helpers of the integration tests: the binary, the arena folder, the Python references.
 #![allow(dead_code)]
 
+use milo::bench::results::{
+    Batch, BenchResults, CurvePoint, Interval, LadderRung, MethodSummary, PairVerdict, RunSummary,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -183,4 +186,104 @@ pub fn node_lines(run_dir: &Path) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+/// An interval of `mean` ± `spread` over `n` runs.
+fn interval(mean: f64, spread: f64, n: usize) -> Interval {
+    Interval {
+        n,
+        mean,
+        low: mean - spread,
+        high: mean + spread,
+    }
+}
+
+/// A run whose best-so-far curve falls towards `best` over six steps.
+fn run_summary(method: &str, seed: u64, batch: Batch, best: f64) -> RunSummary {
+    let curve: Vec<CurvePoint> = (0..6)
+        .map(|i| CurvePoint {
+            cpu_seconds: i as f64 * 1.5,
+            wall_seconds: i as f64,
+            best: best + 0.01 / (1.0 + i as f64),
+        })
+        .collect();
+    RunSummary {
+        method: method.into(),
+        seed,
+        batch,
+        dir: format!("{method}-s{seed}"),
+        cpu_seconds: 7.5,
+        wall_seconds: 5.0,
+        steps: curve.len(),
+        counted_steps: curve.len(),
+        best_exact: format!("{best}"),
+        best,
+        quality: 3.25,
+        validation_best_exact: None,
+        validation_best: None,
+        validation_quality: Some(1.5),
+        curve,
+    }
+}
+
+/// A benchmark's results made up for the report tests: two methods, two seeds each, a re-run.
+pub fn synthetic_bench_results() -> BenchResults {
+    let methods = ["milo", "random-restarts"];
+    let summaries: Vec<MethodSummary> = methods
+        .iter()
+        .enumerate()
+        .map(|(k, m)| MethodSummary {
+            method: m.to_string(),
+            best: interval(1.4551234567891 + k as f64 * 1e-3, 2.5e-4, 2),
+            quality: interval(7.123456789 - k as f64, 0.75, 2),
+            rerun_best: Some(interval(1.4552 + k as f64 * 1e-3, 1e-4, 2)),
+            validation_best: None,
+            validation_quality: Some(interval(2.0, 0.5, 4)),
+            null_band: 3.1e-4,
+            rerun_null_band: Some(2.2e-4),
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for (k, m) in methods.iter().enumerate() {
+        for seed in 1..=2 {
+            let base = 1.455 + k as f64 * 1e-3 + seed as f64 * 1e-4;
+            runs.push(run_summary(m, seed, Batch::First, base));
+            runs.push(run_summary(m, seed + 10, Batch::Rerun, base + 5e-5));
+        }
+    }
+    BenchResults {
+        problem: "third-autocorrelation-inequality".into(),
+        direction: "minimize".into(),
+        suite: "problems/suites/default.toml".into(),
+        cpu_seconds: 7.5,
+        arena_first: Some(1.4508066),
+        methods: summaries,
+        runs,
+        verdicts: vec![PairVerdict {
+            a: "milo".into(),
+            b: "random-restarts".into(),
+            advantage: 1e-3,
+            null_band: 3.1e-4,
+            rerun_advantage: Some(9e-4),
+            rerun_null_band: Some(2.2e-4),
+            verdict: "a better".into(),
+        }],
+        ladder: vec![
+            LadderRung {
+                label: "arena #1".into(),
+                method: false,
+                value: 1.4508066,
+            },
+            LadderRung {
+                label: "milo".into(),
+                method: true,
+                value: 1.4551234567891,
+            },
+            LadderRung {
+                label: "random-restarts".into(),
+                method: true,
+                value: 1.4561234567891,
+            },
+        ],
+    }
 }
