@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{comparable_records, milo, node_lines, tiny_suite};
+use common::{comparable_records, evolve_tiny, milo, node_lines, tiny_suite};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -347,25 +347,13 @@ fn without_suite_the_embedded_default_suite_is_written_into_the_run_and_resumes_
 #[test]
 fn node_lines_go_to_the_run_log_and_the_terminal_only_with_verbose() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = tiny_suite(dir.path());
     let run = |name: &str, verbose: bool| {
         let run_dir = dir.path().join(name);
-        let mut args = vec![
-            "evolve",
-            "--suite",
-            suite.to_str().unwrap(),
-            "--run-dir",
-            run_dir.to_str().unwrap(),
-            "--islands",
-            "2",
-            "--rounds",
-            "2",
-        ];
+        let mut settings = vec!["--islands", "2", "--rounds", "2"];
         if verbose {
-            args.push("-v");
+            settings.push("-v");
         }
-        let out = milo(&args);
-        assert_eq!(out.code, 0, "{}", out.stderr);
+        let out = evolve_tiny(dir.path(), &run_dir, &settings);
         let nodes = node_lines(&run_dir);
         let log = std::fs::read_to_string(run_dir.join("milo.log")).unwrap();
         let logged = log.lines().filter(|l| l.starts_with("round")).count();

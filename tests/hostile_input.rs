@@ -2,7 +2,7 @@
 //! exit codes, never a panic, never a half-written or silently replaced file.
 
 mod common;
-use common::{milo, tiny_suite, Run};
+use common::{evolve_tiny, milo, tiny_suite, Run};
 use milo::bounded_read::{size_text, CONFIG_CAP, CONSTRUCTION_CAP};
 use milo::error::{EXIT_BUSY, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
 use std::path::{Path, PathBuf};
@@ -645,20 +645,9 @@ fn a_huge_program_stops_at_its_cap() {
 #[test]
 fn a_resume_refuses_an_edited_suite_harness_or_lineage_naming_what_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = tiny_suite(dir.path());
     let run_dir = dir.path().join("run");
-    let run = milo(&[
-        "evolve",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--run-dir",
-        run_dir.to_str().unwrap(),
-        "--islands",
-        "2",
-        "--rounds",
-        "1",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    evolve_tiny(dir.path(), &run_dir, &["--islands", "2", "--rounds", "1"]);
+    let suite = dir.path().join("tiny.toml");
     let resume = || {
         milo(&[
             "evolve",

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{milo, synthetic_bench_results, tiny_suite};
+use common::{evolve_tiny, milo, synthetic_bench_results, tiny_suite};
 use milo::bench::results::Batch;
 use milo::bench::{BenchConfig, PlannedRun};
 use milo::search::evaluation::Quality;
@@ -176,14 +176,8 @@ fn embedded_data(html: &str) -> Value {
 
 /// Makes a tiny run in `dir/run` (2 islands, 2 rounds) and returns its directory.
 fn tiny_run(dir: &Path) -> std::path::PathBuf {
-    let suite = tiny_suite(dir);
     let run_dir = dir.join("run");
-    let run = milo(&[
-        "evolve",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--run-dir",
-        run_dir.to_str().unwrap(),
+    let settings = [
         "--islands",
         "2",
         "--rounds",
@@ -192,8 +186,8 @@ fn tiny_run(dir: &Path) -> std::path::PathBuf {
         "5",
         "--patience",
         "1",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    ];
+    evolve_tiny(dir, &run_dir, &settings);
     run_dir
 }
 

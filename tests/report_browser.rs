@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{milo, synthetic_bench_results, tiny_suite};
+use common::{evolve_tiny, milo, synthetic_bench_results};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -139,14 +139,8 @@ fn file_url(path: &Path, hash: &str) -> String {
 
 /// A tiny real run in `dir/run` and its report in `dir/out`; returns the run and the page.
 fn reported_run(dir: &Path) -> (PathBuf, PathBuf) {
-    let suite = tiny_suite(dir);
     let run_dir = dir.join("run");
-    let run = milo(&[
-        "evolve",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--run-dir",
-        run_dir.to_str().unwrap(),
+    let settings = [
         "--islands",
         "2",
         "--rounds",
@@ -156,8 +150,8 @@ fn reported_run(dir: &Path) -> (PathBuf, PathBuf) {
         "--patience",
         "1",
         "--promote-discoveries",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    ];
+    evolve_tiny(dir, &run_dir, &settings);
     let out = dir.join("out");
     let report = milo(&[
         "report",

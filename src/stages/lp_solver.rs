@@ -86,38 +86,39 @@ impl LinearProgram {
     /// (inequalities, then the finite bounds as `x ≤ u` and `−x ≤ −l`).
     fn solve_clarabel(&self, time_limit: Option<Duration>) -> Option<Vec<f64>> {
         let n = self.objective.len();
-        let mut rows: Vec<(Vec<(usize, f64)>, f64)> = self.equalities.clone();
-        rows.extend(self.inequalities.iter().cloned());
+        // Rows are numbered in order, so every column's entries come out sorted by row.
+        let mut columns: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+        let mut b: Vec<f64> = Vec::new();
+        for (row, rhs) in self.equalities.iter().chain(&self.inequalities) {
+            for &(j, a) in row {
+                columns[j].push((b.len(), a));
+            }
+            b.push(*rhs);
+        }
         for (j, &(lo, hi)) in self.bounds.iter().enumerate() {
             if hi.is_finite() {
-                rows.push((vec![(j, 1.0)], hi));
+                columns[j].push((b.len(), 1.0));
+                b.push(hi);
             }
             if lo.is_finite() {
-                rows.push((vec![(j, -1.0)], -lo));
-            }
-        }
-        let mut columns: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
-        for (i, (r, _)) in rows.iter().enumerate() {
-            for &(j, a) in r {
-                columns[j].push((i, a));
+                columns[j].push((b.len(), -1.0));
+                b.push(-lo);
             }
         }
         let mut colptr = vec![0];
         let (mut rowval, mut nzval) = (Vec::new(), Vec::new());
-        for column in &mut columns {
-            column.sort_by_key(|&(i, _)| i);
-            for &(i, a) in column.iter() {
+        for column in &columns {
+            for &(i, a) in column {
                 rowval.push(i);
                 nzval.push(a);
             }
             colptr.push(rowval.len());
         }
-        let a = CscMatrix::new(rows.len(), n, colptr, rowval, nzval);
-        let b: Vec<f64> = rows.iter().map(|(_, rhs)| *rhs).collect();
+        let a = CscMatrix::new(b.len(), n, colptr, rowval, nzval);
         let p = CscMatrix::zeros((n, n));
         let cones = [
             SupportedConeT::ZeroConeT(self.equalities.len()),
-            SupportedConeT::NonnegativeConeT(rows.len() - self.equalities.len()),
+            SupportedConeT::NonnegativeConeT(b.len() - self.equalities.len()),
         ];
         let settings = DefaultSettingsBuilder::default()
             .verbose(false)

@@ -144,6 +144,23 @@ pub fn tiny_suite(dir: &Path) -> PathBuf {
     suite
 }
 
+/// Runs `milo evolve` on the tiny suite (written into `dir`) in `run_dir` with `settings`
+/// (islands, rounds, …) and asserts it succeeded.
+pub fn evolve_tiny(dir: &Path, run_dir: &Path, settings: &[&str]) -> Run {
+    let suite = tiny_suite(dir);
+    let mut args = vec![
+        "evolve",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(settings);
+    let run = milo(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run
+}
+
 /// The records of a JSON-lines file with the measured (machine-dependent) fields removed:
 /// `cpu_seconds`, `wall_seconds` and `at`, at every depth.
 pub fn comparable_lines(path: &Path) -> Vec<serde_json::Value> {
