@@ -24,6 +24,7 @@
 //! - [`objective`]: the machinery of the smooth surrogates (exact gradients through FFT adjoints);
 //! - [`optimize`]: parameterisations, L-BFGS under a budget, and β cascades, on any objective closure;
 //! - [`harness`]: the policy of the optimizer-writing agent (TOML);
+//! - [`llm`]: language-model backends (OpenAI-compatible endpoints, coding CLIs) and their pools;
 //! - [`agent`]: agents that write and run optimizer programs under a harness;
 //! - [`executor`]: where attempts run: serialisable attempt tasks and results, local threads;
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
@@ -48,6 +49,7 @@ pub mod exact;
 pub mod executor;
 pub mod fast;
 pub mod harness;
+pub mod llm;
 pub mod objective;
 pub mod optimize;
 pub mod problems;

@@ -220,6 +220,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,
         promote_discoveries: true,
+        agents: None,
     };
     let search = Search::start(&campaign.run_dir(), config, args.jobs, cancel)?;
     Ok((campaign, search))

@@ -240,6 +240,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,
         promote_discoveries: args.promote_discoveries,
+        agents: None,
     };
     Search::start(&dir, config, args.jobs, cancel)
 }

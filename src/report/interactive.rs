@@ -636,6 +636,7 @@ mod tests {
             components: Default::default(),
             tasks_per_round: 2,
             promote_discoveries: false,
+            agents: None,
         };
         let shared = "name = \"p\"\n";
         let mut child = node(

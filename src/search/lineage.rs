@@ -72,6 +72,10 @@ pub struct RunConfig {
     /// the rounds after (a curriculum move recorded in the lineage; off: the method as published).
     #[serde(default)]
     pub promote_discoveries: bool,
+    /// The LLM backends and role pools (`--agents FILE`), recorded whole (it holds the names of
+    /// key variables, never keys) so a resume or a cluster worker rebuilds the same agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<crate::llm::AgentsConfig>,
 }
 
 /// Search tasks per harness per round unless a run says otherwise.
@@ -424,6 +428,7 @@ mod tests {
             components: Components::default(),
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,
             promote_discoveries: false,
+            agents: None,
         }
     }
 

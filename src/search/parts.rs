@@ -9,6 +9,7 @@ use super::mutators::{self, Mutator};
 use super::orchestrator::{BuiltinOrchestrator, Orchestrator};
 use crate::agent::writer_by_name;
 use crate::error::{MiloError, Result};
+use crate::llm::AgentsConfig;
 use crate::executor::{Executor, LocalThreads, Slurm, SlurmOptions};
 use std::path::Path;
 
@@ -50,8 +51,11 @@ impl Parts {
             }
         }
         Ok(Parts {
-            mutators: names.into_iter().map(mutator).collect::<Result<_>>()?,
-            orchestrator: orchestrator(&config.orchestrator)?,
+            mutators: names
+                .into_iter()
+                .map(|name| mutator(name, config.agents.as_ref()))
+                .collect::<Result<_>>()?,
+            orchestrator: orchestrator(&config.orchestrator, config.agents.as_ref())?,
             executor: executor(
                 &config.executor,
                 jobs,
@@ -81,13 +85,17 @@ fn unknown(part: &str, name: &str, known: &[&str]) -> MiloError {
     ))
 }
 
-/// The mutator called `name`.
-pub fn mutator(name: &str) -> Result<Box<dyn Mutator>> {
+/// The mutator called `name`; LLM mutators draw on the pools of `agents` (the run's agents
+/// file).
+pub fn mutator(name: &str, agents: Option<&AgentsConfig>) -> Result<Box<dyn Mutator>> {
+    let _ = agents;
     mutators::by_name(name).ok_or_else(|| unknown("mutator", name, &mutators::KNOWN))
 }
 
-/// The orchestrator called `name`.
-pub fn orchestrator(name: &str) -> Result<Box<dyn Orchestrator>> {
+/// The orchestrator called `name`; an LLM orchestrator draws on the pools of `agents` (the
+/// run's agents file).
+pub fn orchestrator(name: &str, agents: Option<&AgentsConfig>) -> Result<Box<dyn Orchestrator>> {
+    let _ = agents;
     match name {
         "builtin" => Ok(Box::new(BuiltinOrchestrator)),
         _ => Err(unknown("orchestrator", name, &ORCHESTRATORS)),
@@ -152,12 +160,12 @@ mod tests {
     #[test]
     fn an_unknown_name_is_a_usage_error_naming_it_and_the_known_ones() {
         let err = |r: Result<()>| r.unwrap_err().to_string();
-        let e = err(mutator("gardener").map(|_| ()));
+        let e = err(mutator("gardener", None).map(|_| ()));
         assert!(
             e.contains("'gardener'") && e.contains("tuner, structural"),
             "{e}"
         );
-        let e = err(orchestrator("oracle").map(|_| ()));
+        let e = err(orchestrator("oracle", None).map(|_| ()));
         assert!(e.contains("'oracle'") && e.contains("builtin"), "{e}");
         let e = err(executor("kubernetes", 2, Path::new("spool"), None).map(|_| ()));
         assert!(
@@ -172,7 +180,7 @@ mod tests {
             "{e}"
         );
         for name in mutators::KNOWN {
-            assert_eq!(mutator(name).unwrap().name(), name);
+            assert_eq!(mutator(name, None).unwrap().name(), name);
         }
     }
 }

@@ -132,6 +132,7 @@ impl Method for SearchVariant {
                 components: self.components,
                 tasks_per_round: DEFAULT_TASKS_PER_ROUND,
                 promote_discoveries: ctx.promote,
+                agents: None,
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };

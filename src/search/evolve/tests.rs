@@ -213,6 +213,7 @@ fn run_with(
         },
         tasks_per_round: SEARCH_TASKS,
         promote_discoveries: false,
+        agents: None,
     };
     adjust(&mut config);
     let script = Script {

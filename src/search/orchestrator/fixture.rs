@@ -40,6 +40,7 @@ impl Lineage {
             components: Default::default(),
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,
             promote_discoveries: false,
+            agents: None,
         };
         Lineage {
             records: vec![LineageRecord::Started(Box::new(config))],

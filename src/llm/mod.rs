@@ -1,0 +1,176 @@
+//! Language-model backends: the seam behind which milo's LLM agents (writer, mutator,
+//! orchestrator) reach a model.
+//!
+//! A [`ChatBackend`] answers a [`ChatRequest`] (messages plus named attachments) with a
+//! [`Completion`] (text and the tokens and dollars it cost). Two kinds implement it:
+//!
+//! - [`openai`]: an OpenAI-compatible chat-completions endpoint (vLLM, llama.cpp, Ollama, a
+//!   hosted API), its key read from an environment variable named in the configuration;
+//! - [`cli_agent`]: a coding CLI (`claude -p …`, `codex exec …`) run in a fresh work directory
+//!   holding the attachments, killed with its process group at its timeout.
+//!
+//! [`config`] reads the agents file (`milo evolve --agents FILE`): the backends and, for each
+//! role, the weighted pool ([`ModelPool`]) it draws from. Keys never appear in it, in records,
+//! in logs or in errors: only the *name* of the variable holding one.
+
+pub mod cli_agent;
+pub mod config;
+pub mod openai;
+pub mod pool;
+pub mod scripted;
+
+pub use config::{AgentsConfig, BackendConfig, RoleConfig};
+pub use pool::ModelPool;
+
+use serde::{Deserialize, Serialize};
+use std::ops::AddAssign;
+
+/// Who speaks a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Speaker {
+    /// Instructions that frame the conversation.
+    System,
+    /// The request.
+    User,
+    /// The model's earlier answer (fed back with an error for another try).
+    Assistant,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who speaks.
+    pub role: Speaker,
+    /// What is said.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A message from `role` saying `content`.
+    pub fn new(role: Speaker, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// A named text file given to the model: inlined into the last user message by an HTTP backend,
+/// written into the work directory by a CLI agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// File name (no directories), e.g. `parent.toml`.
+    pub name: String,
+    /// Its text.
+    pub content: String,
+}
+
+/// What an agent asks a model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation so far, oldest first.
+    pub messages: Vec<ChatMessage>,
+    /// Files that go with it.
+    pub attachments: Vec<Attachment>,
+    /// Most tokens the answer may have, if limited.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature (0 asks for the most likely answer).
+    pub temperature: Option<f64>,
+    /// Sampling seed, passed to backends that take one.
+    pub seed: Option<u64>,
+}
+
+/// Tokens (and dollars, where the backend reports them) spent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Cost in US dollars, where the backend reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Requests made (retries included).
+    #[serde(default)]
+    pub requests: u64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.requests += other.requests;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+}
+
+/// A model's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The answer's text.
+    pub text: String,
+    /// The backend that answered (its configured name).
+    pub backend: String,
+    /// What it cost.
+    pub usage: Usage,
+}
+
+/// Why a backend gave no answer. Messages never hold a key.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// No answer within the timeout (after every retry).
+    #[error("{backend}: no answer within {seconds} s")]
+    Timeout {
+        /// The backend's name.
+        backend: String,
+        /// The timeout.
+        seconds: f64,
+    },
+    /// The server answered with an error status (after every retry, where it was retryable).
+    #[error("{backend}: HTTP {status}: {message}")]
+    Status {
+        /// The backend's name.
+        backend: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body, or the reason.
+        message: String,
+    },
+    /// The answer arrived but could not be read (truncated or malformed JSON, no choices…).
+    #[error("{backend}: unusable answer: {message}")]
+    Unusable {
+        /// The backend's name.
+        backend: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The backend could not be reached or started (connection refused, missing executable,
+    /// missing key variable…).
+    #[error("{backend}: {message}")]
+    Unavailable {
+        /// The backend's name.
+        backend: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// A language model, or an agent built on one, that answers chat requests.
+pub trait ChatBackend: Send + Sync {
+    /// The backend's configured name, recorded with each completion.
+    fn name(&self) -> &str;
+
+    /// Answers `request`, retrying where the configuration allows.
+    fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
+}
