@@ -11,6 +11,8 @@
 //!   (exact pre-checks against the live rules, inline or blob, a ledger), `status`;
 //! - [`dir_lock`]: one process at a time on a run or benchmark directory (`milo.lock`);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
+//! - [`subprocess`]: other programs run in their own process group under wall, CPU and memory
+//!   limits, output captured, the whole group killed at the end;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
@@ -59,6 +61,7 @@ pub mod report;
 pub mod runner;
 pub mod search;
 pub mod stages;
+pub mod subprocess;
 pub mod suite;
 pub mod threads;
 pub mod verify;
