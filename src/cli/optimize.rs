@@ -170,6 +170,10 @@ impl Observer for ProgressObserver {
         self.refresh();
     }
     fn stage_finished(&mut self, record: &StageRecord) {
+        if let Some(note) = &record.note {
+            self.status
+                .println(&format!("milo: {} {}: {note}", record.kind, record.path));
+        }
         self.beta = record.beta;
         self.spent = (record.evaluations, record.seconds);
         self.refresh();
@@ -259,6 +263,15 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         Direction::Minimize => &outcome.start_exact - &outcome.best_exact,
         Direction::Maximize => &outcome.best_exact - &outcome.start_exact,
     };
+    let notes: Vec<_> = outcome
+        .trace
+        .stages
+        .iter()
+        .filter_map(|s| {
+            let note = s.note.as_ref()?;
+            Some(json!({"path": s.path, "kind": s.kind, "note": note}))
+        })
+        .collect();
     let report = json!({
         "problem": problem.slug(),
         "program": program.name,
@@ -275,6 +288,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "interrupted": outcome.interrupted,
         "stopped": outcome.trace.stopped,
         "out": out,
+        "notes": notes,
     });
     if args.json {
         return json_line(&report);
@@ -305,6 +319,14 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         outcome.evaluations,
         outcome.seconds
     )?;
+    for note in &notes {
+        out!(
+            "note         {} {}: {}",
+            note["kind"].as_str().unwrap_or(""),
+            note["path"].as_str().unwrap_or(""),
+            note["note"].as_str().unwrap_or("")
+        )?;
+    }
     if let Some(why) = outcome.trace.stopped {
         out!("stopped      {why}")?;
     }

@@ -2,6 +2,7 @@
 //! with the step's share of the budget.
 
 use crate::stages::adam::Adam;
+use crate::stages::command::RunCommand;
 use crate::stages::dinkelbach::Dinkelbach;
 use crate::stages::finalize::Finalize;
 use crate::stages::lbfgs::Lbfgs;
@@ -57,6 +58,8 @@ pub enum Action {
     Symmetrize(Symmetrize),
     /// Zero tiny values, check constraints, verify exactly.
     Finalize(Finalize),
+    /// Run an external program (e.g. a Python script) that reads and writes a construction.
+    Command(RunCommand),
     /// Run the body `times` times.
     Repeat(Repeat),
     /// Run the body until the best score has not improved (by more than `min_gain`) for
@@ -141,6 +144,7 @@ impl Action {
             Action::Trim(s) => s,
             Action::Symmetrize(s) => s,
             Action::Finalize(s) => s,
+            Action::Command(s) => s,
             Action::Repeat(_)
             | Action::UntilStall(_)
             | Action::Restarts(_)

@@ -95,6 +95,7 @@ mod tests {
             active_set: active,
             dead_cells: dead,
             repaired,
+            note: None,
         }
     }
 

@@ -409,7 +409,11 @@ impl<'a> Runner<'a> {
         self.observer.stage_started(path, kind);
         let score_before = self.score(&current);
         let (wall, cpu) = (Instant::now(), trace::cpu_seconds());
-        let StageOutcome { mut values, beta } = stage.run(self.problem, &current, budget, seed);
+        let StageOutcome {
+            mut values,
+            beta,
+            note,
+        } = stage.run(self.problem, &current, budget, seed);
         let repaired = self.problem.repair(&mut values);
         if self.problem.check(&values).is_err() {
             // A stage that cannot produce a valid construction leaves its input unchanged.
@@ -432,6 +436,7 @@ impl<'a> Runner<'a> {
             active_set: trace::active_set(&self.problem.lags(&values), 1e-9),
             dead_cells: values.iter().filter(|&&x| x == 0.0).count(),
             repaired,
+            note,
         };
         self.observer.stage_finished(&record);
         self.trace.stages.push(record);

@@ -42,6 +42,9 @@ pub struct StageRecord {
     pub dead_cells: usize,
     /// Cells the problem's repair had to change after the stage.
     pub repaired: usize,
+    /// What the stage reported for the user (e.g. why a `command` stage's output was refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Why a run stopped.

@@ -123,6 +123,7 @@ fn run(
     let unchanged = StageOutcome {
         values: start.to_vec(),
         beta: Some(params.beta),
+        note: None,
     };
     let n = start.len();
     if n == 0 {
@@ -214,6 +215,7 @@ fn run(
     StageOutcome {
         values: best_f,
         beta: Some(params.beta),
+        note: None,
     }
 }
 

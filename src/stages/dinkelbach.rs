@@ -171,6 +171,7 @@ fn run(problem: &dyn Problem, start: &[f64], params: &Dinkelbach, budget: &Budge
         return StageOutcome {
             values: start.to_vec(),
             beta: last_beta,
+            note: None,
         };
     }
     // Only `score` of this objective is used (its smooth max is irrelevant).
@@ -207,6 +208,7 @@ fn run(problem: &dyn Problem, start: &[f64], params: &Dinkelbach, budget: &Budge
         return StageOutcome {
             values: best.values,
             beta: last_beta,
+            note: None,
         };
     };
 
@@ -245,6 +247,7 @@ fn run(problem: &dyn Problem, start: &[f64], params: &Dinkelbach, budget: &Budge
     StageOutcome {
         values: best.values,
         beta: last_beta,
+        note: None,
     }
 }
 

@@ -157,6 +157,7 @@ impl Lbfgs {
         StageOutcome {
             values,
             beta: self.betas.last().copied(),
+            note: None,
         }
     }
 }

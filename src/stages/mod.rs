@@ -8,6 +8,7 @@
 //! stages, records what each contributed to the trace, and verifies the best.
 
 pub mod adam;
+pub mod command;
 pub mod dinkelbach;
 pub mod finalize;
 pub mod lbfgs;
@@ -32,12 +33,19 @@ pub struct StageOutcome {
     /// The last smoothing temperature used, if the stage used one (its contribution to the
     /// trace's stage record).
     pub beta: Option<f64>,
+    /// What the user should know about the stage's run (e.g. why an external program's output
+    /// was refused); the runner copies it into the trace's stage record.
+    pub note: Option<String>,
 }
 
 impl StageOutcome {
     /// An outcome without a temperature.
     pub fn plain(values: Vec<f64>) -> StageOutcome {
-        StageOutcome { values, beta: None }
+        StageOutcome {
+            values,
+            beta: None,
+            note: None,
+        }
     }
 }
 

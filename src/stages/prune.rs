@@ -164,6 +164,7 @@ impl Stage for Prune {
         StageOutcome {
             values: best,
             beta: Some(self.beta_ceiling),
+            note: None,
         }
     }
 }
