@@ -124,6 +124,9 @@ pub struct Completion {
     pub backend: String,
     /// What it cost.
     pub usage: Usage,
+    /// The agent's standard output and error, capped (CLI agents; `None` for HTTP backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 /// Why a backend gave no answer. Messages never hold a key.

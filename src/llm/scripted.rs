@@ -58,6 +58,7 @@ impl ChatBackend for ScriptedBackend {
             },
             text,
             backend: self.name.clone(),
+            transcript: None,
         })
     }
 }
