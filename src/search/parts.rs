@@ -9,8 +9,8 @@ use super::mutators::{self, Mutator};
 use super::orchestrator::{BuiltinOrchestrator, Orchestrator};
 use crate::agent::writer_by_name;
 use crate::error::{MiloError, Result};
-use crate::llm::AgentsConfig;
 use crate::executor::{Executor, LocalThreads, Slurm, SlurmOptions};
+use crate::llm::AgentsConfig;
 use std::path::Path;
 
 /// Names of the orchestrators (the first is the default).

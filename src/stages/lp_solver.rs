@@ -185,7 +185,10 @@ mod tests {
         assert_eq!(LpSolver::Microlp.for_size(2500), LpSolver::Microlp);
         assert_eq!(LpSolver::Clarabel.for_size(2), LpSolver::Clarabel);
         let x = small().solve(LpSolver::Auto, None).unwrap();
-        assert!((x[0] - 2.5).abs() < 1e-6 && (x[1] - 1.5).abs() < 1e-6, "{x:?}");
+        assert!(
+            (x[0] - 2.5).abs() < 1e-6 && (x[1] - 1.5).abs() < 1e-6,
+            "{x:?}"
+        );
     }
 
     #[test]
