@@ -26,8 +26,8 @@ fn chat(server: &LocalModel, body: &str) -> (u16, Value) {
         .expect("the server answers");
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().expect("a text body");
-    let answer = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("answer is not JSON ({e}): {text}"));
+    let answer =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("answer is not JSON ({e}): {text}"));
     (status, answer)
 }
 
@@ -130,6 +130,10 @@ fn serves_openai_chat_completions_one_fresh_conversation_at_a_time() {
             "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": -3}",
             "max_tokens",
         ),
+        (
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 5000}",
+            "context_length_exceeded",
+        ),
     ] {
         let (status, answer) = chat(&server, body);
         assert_eq!(status, 400, "{body} -> {answer}");
@@ -138,6 +142,10 @@ fn serves_openai_chat_completions_one_fresh_conversation_at_a_time() {
     }
     // Still serving after the bad requests.
     good_answer(&server, &question);
+    println!(
+        "RSS after the answers {} MiB",
+        server.rss_kib().expect("VmRSS of a live server") / 1024
+    );
 }
 
 /// The process ids whose parent is `pid` (from `/proc/*/stat`).

@@ -9,13 +9,14 @@
 //
 // Routes: GET /v1/models and POST /v1/chat/completions (OpenAI shape; `max_tokens` or
 // `max_completion_tokens`, `temperature` (0 or absent: greedy) and `seed` honoured). Requests are
-// answered one at a time, each from a fresh chat history. A malformed request gets a JSON 400.
+// answered one at a time, each from a fresh chat history. A malformed request, or one whose prompt
+// plus `max_tokens` exceeds the context (4096 tokens), gets a JSON 400.
 import http from "node:http";
 import path from "node:path";
 import { getLlama, LlamaChat, LlamaLogLevel } from "node-llama-cpp";
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
-const CONTEXT_SIZE = 2048;
+const CONTEXT_SIZE = 4096;
 const DEFAULT_MAX_TOKENS = 256;
 
 const modelPath = process.argv[2] ?? process.env.MILO_TEST_GGUF;
@@ -150,9 +151,18 @@ function parseChatRequest(text) {
 /** One completion from a fresh chat history; usage is what the context sequence evaluated
  * (prompt) and generated (completion) for it. */
 async function complete({ history, maxTokens, temperature, seed }) {
+    const chatHistory = [...history, { type: "model", response: [] }];
+    const prompt = chat.chatWrapper.generateContextState({ chatHistory }).contextText;
+    const promptTokens = prompt.tokenize(model.tokenizer).length;
+    if (promptTokens + maxTokens > CONTEXT_SIZE) {
+        throw new RequestError(
+            400,
+            `context_length_exceeded: the prompt's ${promptTokens} tokens plus max_tokens ${maxTokens} exceed the context of ${CONTEXT_SIZE} tokens`,
+        );
+    }
     await sequence.clearHistory();
     const before = sequence.tokenMeter.getState();
-    const result = await chat.generateResponse([...history, { type: "model", response: [] }], {
+    const result = await chat.generateResponse(chatHistory, {
         maxTokens,
         temperature,
         seed,
