@@ -261,6 +261,7 @@ impl ChatBackend for OpenAiBackend {
                 cost_usd: None,
                 requests: u64::from(requests),
             },
+            transcript: None,
         })
     }
 }
