@@ -12,7 +12,7 @@ use crate::program::Program;
 use crate::search::evaluation::{CostMeasure, Evaluation, Quality};
 use crate::search::lineage::{Components, ParentChoice};
 use crate::search::mutators::{MutationContext, MutationError, Mutator, Proposal};
-use crate::search::orchestrator::Orchestrator;
+use crate::search::orchestrator::{Consultation, Orchestrator};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -133,6 +133,7 @@ impl Mutator for ScriptedMutator {
                 Ok(Proposal {
                     harness,
                     evidence: vec![format!("scripted: {name}")],
+                    usage: Default::default(),
                 })
             }
             Err(message) => Err(MutationError::Failed(message.into())),
@@ -157,9 +158,9 @@ impl Orchestrator for RecordingOrchestrator {
         _patience: usize,
         _mutators: &[&str],
         _all_search_slots: &[String],
-    ) -> Vec<EventRecord> {
+    ) -> Consultation {
         self.calls.lock().unwrap().push(round);
-        vec![]
+        Consultation::default()
     }
 }
 
