@@ -203,4 +203,26 @@ mod tests {
             assert_eq!(mutator(name, None).unwrap().name(), name);
         }
     }
+
+    #[test]
+    fn llm_parts_need_an_agents_file_with_their_role() {
+        let e = mutator("llm", None).err().unwrap().to_string();
+        assert!(
+            e.contains("'llm'") && e.contains("--agents") && e.contains("[mutator]"),
+            "{e}"
+        );
+        let e = orchestrator("llm", None).err().unwrap().to_string();
+        assert!(e.contains("[orchestrator]"), "{e}");
+        let agents = AgentsConfig::parse(
+            "[[backend]]\nname = \"m\"\nkind = \"openai\"\napi_base = \"http://127.0.0.1:9/v1\"\n\
+             model = \"x\"\n[orchestrator]\nbackends = [\"m\"]\n",
+            Path::new("agents.toml"),
+        )
+        .unwrap();
+        let e = mutator("llm", Some(&agents)).err().unwrap().to_string();
+        assert!(e.contains("no [mutator]"), "{e}");
+        assert_eq!(orchestrator("llm", Some(&agents)).unwrap().name(), "llm");
+        let e = mutator("gardener", None).err().unwrap().to_string();
+        assert!(e.contains("blind, llm"), "{e}");
+    }
 }
