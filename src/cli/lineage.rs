@@ -1,6 +1,8 @@
-//! `milo lineage`: the nodes, orchestrator events and failures of a run, as a table or JSON.
+//! `milo lineage`: the nodes (with an LLM mutator's tokens and diagnosis), orchestrator events,
+//! LLM consultations (tokens, refused proposals) and failures of a run, as a table or JSON.
 
 use crate::error::{Result, EXIT_OK};
+use crate::llm::Usage;
 use crate::search::lineage::{read_records, LINEAGE_FILE};
 use crate::search::state::SearchState;
 use serde_json::json;
@@ -16,7 +18,8 @@ pub const EXAMPLES: &str = "Examples:
 pub struct LineageArgs {
     /// The run directory.
     dir: PathBuf,
-    /// Print `{"nodes": [...], "events": [...]}` on one line.
+    /// Print `{"nodes": [...], "events": [...], "failures": [...], "consultations": [...]}` on
+    /// one line.
     #[arg(long)]
     json: bool,
 }
@@ -40,6 +43,8 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
                     "quality": n.evaluation.fitness.quality,
                     "cost": n.evaluation.fitness.cost,
                     "latency": n.evaluation.fitness.latency,
+                    "evidence": n.evidence,
+                    "usage": (!n.usage.is_zero()).then_some(n.usage),
                 })
             })
             .collect();
@@ -56,7 +61,8 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             })
             .collect();
         return super::json_line(
-            &json!({ "nodes": nodes, "events": events, "failures": state.failures }),
+            &json!({ "nodes": nodes, "events": events, "failures": state.failures,
+                "consultations": state.consultations }),
         );
     }
     if let Some(config) = &state.config {
@@ -93,9 +99,18 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             if n.admitted() { "admitted" } else { "rejected" },
             n.verdict.reason
         )?;
+        if !n.usage.is_zero() {
+            out!("       {}", n.usage.summary())?;
+            for line in n.evidence.iter().filter(|l| l.starts_with("diagnosis")) {
+                out!("       {line}")?;
+            }
+        }
     }
     for e in &state.events {
         out!("{}", e.headline())?;
+    }
+    for c in &state.consultations {
+        out!("{}", c.headline())?;
     }
     for f in &state.failures {
         out!(
@@ -115,5 +130,15 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         state.failures.len(),
         state.islands.len()
     )?;
+    let mut spent = Usage::default();
+    for usage in state.nodes.iter().map(|n| n.usage) {
+        spent += usage;
+    }
+    for usage in state.consultations.iter().map(|c| c.usage) {
+        spent += usage;
+    }
+    if !spent.is_zero() {
+        out!("language models: {}", spent.summary())?;
+    }
     Ok(EXIT_OK)
 }

@@ -101,6 +101,27 @@ impl Usage {
     pub fn tokens(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
+
+    /// Whether nothing was spent (no request made): what a built-in part records.
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
+    }
+
+    /// One line: `T tokens (P prompt + C completion, R requests[, $D])`.
+    pub fn summary(&self) -> String {
+        let cost = self
+            .cost_usd
+            .map(|d| format!(", ${d:.4}"))
+            .unwrap_or_default();
+        format!(
+            "{} tokens ({} prompt + {} completion, {} request{}{cost})",
+            self.tokens(),
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.requests,
+            if self.requests == 1 { "" } else { "s" }
+        )
+    }
 }
 
 impl AddAssign for Usage {
@@ -176,4 +197,16 @@ pub trait ChatBackend: Send + Sync {
 
     /// Answers `request`, retrying where the configuration allows.
     fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
+}
+
+/// A shared backend answers as the backend it shares (so a test can keep a handle on a
+/// backend it gave to a pool).
+impl<T: ChatBackend + ?Sized> ChatBackend for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        (**self).complete(request)
+    }
 }

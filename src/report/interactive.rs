@@ -1,7 +1,8 @@
 //! The data the page's script (`assets/report.js`) draws from, embedded in the page as JSON:
 //! for a run, every node (its lane and round, parents and grafts, verdict and reason, harness
 //! diff, the evidence its mutator read, per-task gains beside its parent's, the programs it
-//! ran), the orchestrator's moves, the failures and the best so far after each node as its gap
+//! ran, an LLM mutator's tokens), the orchestrator's moves, an LLM orchestrator's consultations
+//! (tokens, refused proposals), the failures and the best so far after each node as its gap
 //! to the arena's #1; for a benchmark, every run's best-so-far curve. Numbers come with their
 //! text in the report's digits ([`super::digits`]).
 
@@ -137,6 +138,9 @@ pub struct NodeView {
     pub edit: String,
     /// What its mutator read and diagnosed.
     pub evidence: Vec<String>,
+    /// The tokens (and dollars) an LLM mutator spent proposing it, in words (absent for a
+    /// built-in mutator).
+    pub usage: Option<String>,
     /// Per task: search tasks first, then validation tasks when it was validated.
     pub tasks: Vec<TaskRow>,
     /// Validation quality, when it was validated.
@@ -158,6 +162,19 @@ pub struct MoveView {
     pub diagnosis: String,
     /// The node it names (grafted, or whose evaluation found a promoted start).
     pub node: Option<String>,
+}
+
+/// An LLM orchestrator's consultation: what it cost and which proposals it refused.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConsultationView {
+    /// The round after which it ran.
+    pub round: usize,
+    /// The orchestrator and the backend that answered (`llm (local)`).
+    pub orchestrator: String,
+    /// The tokens (and dollars) spent, in words.
+    pub usage: String,
+    /// Each refused proposal with the reason.
+    pub rejected: Vec<String>,
 }
 
 /// A mutator's or writer's failure.
@@ -224,6 +241,8 @@ pub struct RunData {
     pub programs: Vec<String>,
     /// Every orchestrator move and promotion.
     pub moves: Vec<MoveView>,
+    /// Every LLM orchestrator consultation.
+    pub consultations: Vec<ConsultationView>,
     /// Every failure.
     pub failures: Vec<FailureView>,
     /// The best so far after each node.
@@ -338,6 +357,7 @@ fn node_view(
         seconds: node.at.zip(first_at).map(|(at, first)| at - first),
         edit: node.edit.clone(),
         evidence: node.evidence.clone(),
+        usage: (!node.usage.is_zero()).then(|| node.usage.summary()),
         tasks,
         validation: node
             .validation
@@ -422,6 +442,19 @@ pub fn run_data(state: &SearchState, suite: &Suite, config: &RunConfig) -> RunDa
         nodes,
         programs: programs.texts,
         moves: state.events.iter().map(move_view).collect(),
+        consultations: state
+            .consultations
+            .iter()
+            .map(|c| ConsultationView {
+                round: c.round,
+                orchestrator: match &c.backend {
+                    Some(backend) => format!("{} ({backend})", c.orchestrator),
+                    None => c.orchestrator.clone(),
+                },
+                usage: c.usage.summary(),
+                rejected: c.rejected.clone(),
+            })
+            .collect(),
         failures: state
             .failures
             .iter()
@@ -600,6 +633,7 @@ mod tests {
                 format!("--- parent\n+++ child\n-a\n+{id}\n")
             },
             evidence: vec![format!("diagnosis of {id}")],
+            usage: Default::default(),
             evaluation: evaluation(tasks),
             parent_evaluation: None,
             verdict: Verdict {

@@ -11,6 +11,7 @@ use super::evaluation::Evaluation;
 use crate::dir_lock::DirLock;
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::harness::Harness;
+use crate::llm::Usage;
 pub use crate::records::read_records;
 use crate::records::AppendLog;
 use serde::{Deserialize, Serialize};
@@ -158,6 +159,10 @@ pub struct NodeRecord {
     pub edit: String,
     /// The evidence and diagnosis that motivated the edit.
     pub evidence: Vec<String>,
+    /// Tokens (and dollars) its mutator spent proposing it: zero, and absent from the record,
+    /// for a built-in mutator.
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
     /// Evaluation on the search tasks.
     pub evaluation: Evaluation,
     /// The parent's evaluation on the same tasks and seeds (what admission compares the child
@@ -286,6 +291,47 @@ pub struct FailureRecord {
     pub message: String,
 }
 
+/// What an orchestrator consultation cost and which of its proposals it refused (recorded
+/// before the consultation's moves when there is either: an LLM orchestrator's, never the
+/// built-in one's).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsultationRecord {
+    /// The round after which the orchestrator ran.
+    pub round: usize,
+    /// The orchestrator's name.
+    pub orchestrator: String,
+    /// The backend that answered, when a model was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Tokens (and dollars) spent.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Each refused proposal with the reason, one line each (the built-in rule decided instead).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<String>,
+}
+
+impl ConsultationRecord {
+    /// One line: `orchestrator NAME after round R: USAGE[; rejected: …]`.
+    pub fn headline(&self) -> String {
+        let backend = self
+            .backend
+            .as_ref()
+            .map(|b| format!(" ({b})"))
+            .unwrap_or_default();
+        let rejected = match self.rejected.is_empty() {
+            true => String::new(),
+            false => format!("; rejected: {}", self.rejected.join("; ")),
+        };
+        format!(
+            "orchestrator {}{backend} after round {}: {}{rejected}",
+            self.orchestrator,
+            self.round,
+            self.usage.summary()
+        )
+    }
+}
+
 /// One line of `lineage.jsonl`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
@@ -298,6 +344,8 @@ pub enum LineageRecord {
     Event(EventRecord),
     /// A mutator or a writer failed; the island skipped the round (absent in older lineages).
     Failure(FailureRecord),
+    /// An orchestrator consultation's cost and refused proposals (absent in older lineages).
+    Consultation(ConsultationRecord),
     /// A round finished (all islands stepped, the orchestrator consulted).
     RoundEnd {
         /// The round.

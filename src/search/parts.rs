@@ -6,6 +6,7 @@
 
 use super::lineage::{JsonlLineage, LineageRecord, LineageStore, RunConfig, LINEAGE_FILE};
 use super::mutators::{self, Mutator};
+use super::orchestrator::llm::LlmOrchestrator;
 use super::orchestrator::{BuiltinOrchestrator, Orchestrator};
 use crate::agent::writer_by_name;
 use crate::error::{MiloError, Result};
@@ -14,7 +15,7 @@ use crate::llm::AgentsConfig;
 use std::path::Path;
 
 /// Names of the orchestrators (the first is the default).
-pub const ORCHESTRATORS: [&str; 1] = ["builtin"];
+pub const ORCHESTRATORS: [&str; 2] = ["builtin", "llm"];
 
 /// Names of the lineage stores (the first is the default).
 pub const LINEAGE_STORES: [&str; 1] = ["jsonl"];
@@ -88,16 +89,35 @@ fn unknown(part: &str, name: &str, known: &[&str]) -> MiloError {
 /// The mutator called `name`; LLM mutators draw on the pools of `agents` (the run's agents
 /// file).
 pub fn mutator(name: &str, agents: Option<&AgentsConfig>) -> Result<Box<dyn Mutator>> {
-    let _ = agents;
-    mutators::by_name(name).ok_or_else(|| unknown("mutator", name, &mutators::KNOWN))
+    if name == mutators::llm::NAME {
+        let pool = agents
+            .ok_or_else(|| needs_agents("mutator", name))?
+            .pool("mutator")?;
+        return Ok(Box::new(mutators::llm::LlmMutator::new(pool)));
+    }
+    mutators::by_name(name).ok_or_else(|| {
+        let mut known = mutators::KNOWN.to_vec();
+        known.push(mutators::llm::NAME);
+        unknown("mutator", name, &known)
+    })
+}
+
+/// The error for an LLM part in a run without an agents file.
+fn needs_agents(part: &str, name: &str) -> MiloError {
+    MiloError::Usage(format!(
+        "{part} '{name}' needs an agents file (--agents FILE) with a [{part}] role"
+    ))
 }
 
 /// The orchestrator called `name`; an LLM orchestrator draws on the pools of `agents` (the
 /// run's agents file).
 pub fn orchestrator(name: &str, agents: Option<&AgentsConfig>) -> Result<Box<dyn Orchestrator>> {
-    let _ = agents;
     match name {
         "builtin" => Ok(Box::new(BuiltinOrchestrator)),
+        "llm" => {
+            let agents = agents.ok_or_else(|| needs_agents("orchestrator", name))?;
+            Ok(Box::new(LlmOrchestrator::new(agents.pool("orchestrator")?)))
+        }
         _ => Err(unknown("orchestrator", name, &ORCHESTRATORS)),
     }
 }
@@ -182,5 +202,27 @@ mod tests {
         for name in mutators::KNOWN {
             assert_eq!(mutator(name, None).unwrap().name(), name);
         }
+    }
+
+    #[test]
+    fn llm_parts_need_an_agents_file_with_their_role() {
+        let e = mutator("llm", None).err().unwrap().to_string();
+        assert!(
+            e.contains("'llm'") && e.contains("--agents") && e.contains("[mutator]"),
+            "{e}"
+        );
+        let e = orchestrator("llm", None).err().unwrap().to_string();
+        assert!(e.contains("[orchestrator]"), "{e}");
+        let agents = AgentsConfig::parse(
+            "[[backend]]\nname = \"m\"\nkind = \"openai\"\napi_base = \"http://127.0.0.1:9/v1\"\n\
+             model = \"x\"\n[orchestrator]\nbackends = [\"m\"]\n",
+            Path::new("agents.toml"),
+        )
+        .unwrap();
+        let e = mutator("llm", Some(&agents)).err().unwrap().to_string();
+        assert!(e.contains("no [mutator]"), "{e}");
+        assert_eq!(orchestrator("llm", Some(&agents)).unwrap().name(), "llm");
+        let e = mutator("gardener", None).err().unwrap().to_string();
+        assert!(e.contains("blind, llm"), "{e}");
     }
 }

@@ -4,7 +4,9 @@
 //! (replaying `lineage.jsonl`) reach the same state.
 
 use super::evaluation::Evaluation;
-use super::lineage::{EventRecord, FailureRecord, LineageRecord, Move, NodeRecord, RunConfig};
+use super::lineage::{
+    ConsultationRecord, EventRecord, FailureRecord, LineageRecord, Move, NodeRecord, RunConfig,
+};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One island: a tree of harnesses with its own mutator and admitted set.
@@ -53,6 +55,8 @@ pub struct SearchState {
     pub events: Vec<EventRecord>,
     /// Every recorded failure of a mutator or a writer.
     pub failures: Vec<FailureRecord>,
+    /// Every recorded consultation cost and refusal (an LLM orchestrator's).
+    pub consultations: Vec<ConsultationRecord>,
     /// The islands.
     pub islands: Vec<Island>,
     /// The search slot ids after a curriculum move (None: the suite's search slots).
@@ -91,6 +95,9 @@ impl SearchState {
             LineageRecord::Node(node) => self.add_node(node),
             LineageRecord::Event(event) => self.apply_move(event),
             LineageRecord::Failure(failure) => self.failures.push(failure.clone()),
+            LineageRecord::Consultation(consultation) => {
+                self.consultations.push(consultation.clone())
+            }
             LineageRecord::RoundEnd { round } => {
                 for island in &mut self.islands {
                     if island.improved_this_round {

@@ -463,6 +463,20 @@
         root.appendChild(g);
         svgMoves.push({ node: g, round: +round });
       });
+      // LLM orchestrator consultations: an L left of the round's promotions (red when a
+      // proposal was refused).
+      (data.consultations || []).forEach(function (c) {
+        var x = xOf(c.round) + colW / 2 - 20;
+        var colour = c.rejected.length ? '#c82828' : '#6a3fb5';
+        var g = sv('g', { class: 'move consultation', 'data-round': c.round });
+        g.appendChild(sv('circle', { cx: x, cy: top - 14, r: 8, fill: '#fff', stroke: colour, 'stroke-width': 1.5 }));
+        g.appendChild(sv('text', { x: x, y: top - 10.5, 'text-anchor': 'middle', 'font-size': 10, fill: colour, 'font-weight': 'bold', text: 'L' }));
+        tip(g, 'orchestrator ' + c.orchestrator + ' after round ' + c.round + ': ' + c.usage +
+          (c.rejected.length ? '\n' + c.rejected.length + ' refused proposal(s)' : ''));
+        g.addEventListener('click', function () { showConsultation(c); });
+        root.appendChild(g);
+        svgMoves.push({ node: g, round: c.round });
+      });
       // Nodes.
       data.nodes.forEach(function (n) {
         var p = pos[n.id];
@@ -495,13 +509,39 @@
 
     function showMoves(indices) {
       panel.textContent = '';
+      var rounds = {};
       indices.forEach(function (k) {
         var m = data.moves[k];
+        rounds[m.round] = true;
         append(panel, [
           el('h3', { text: m.kind + ' after round ' + m.round }),
           el('p', { text: m.islands.length ? 'islands ' + m.islands.join(', ') : 'all islands' }),
           el('p', { class: 'move-diagnosis', text: m.diagnosis }),
           m.node ? el('p', null, ['node ', nodeLink(m.node)]) : null
+        ]);
+      });
+      (data.consultations || []).forEach(function (c) {
+        if (rounds[c.round] && indices.every(function (k) { return data.moves[k].kind !== 'promote'; })) consultationBlock(c);
+      });
+    }
+
+    function consultationBlock(c) {
+      append(panel, [
+        el('h4', { text: 'Orchestrator ' + c.orchestrator + ' after round ' + c.round }),
+        el('p', { class: 'consultation-usage', text: c.usage }),
+        c.rejected.length ? el('h4', { text: 'Refused proposals' }) : null,
+        c.rejected.length ? el('ul', { class: 'rejected-proposals' }, c.rejected.map(function (r) { return el('li', { text: r }); })) : null
+      ]);
+    }
+
+    function showConsultation(c) {
+      panel.textContent = '';
+      consultationBlock(c);
+      data.moves.forEach(function (m) {
+        if (m.round !== c.round || m.kind === 'promote') return;
+        append(panel, [
+          el('h4', { text: m.kind + ' (' + (m.islands.length ? 'islands ' + m.islands.join(', ') : 'all islands') + ')' }),
+          el('p', { class: 'move-diagnosis', text: m.diagnosis })
         ]);
       });
     }
@@ -547,6 +587,7 @@
         factsTable([
           ['island, round', 'island ' + n.island + ', round ' + n.round],
           ['mutator', n.mutator],
+          n.usage ? ['mutation tokens', n.usage] : null,
           ['parents', parents],
           ['children', kidLinks],
           ['best search score', n.best ? n.best.text : '—', n.best ? n.best.exact : null],

@@ -32,9 +32,10 @@ pub use outputs::{read_best, BEST_FILE};
 
 use super::evaluation::{CostMeasure, Discovery};
 use super::lineage::{
-    EventRecord, FailureRecord, LineageRecord, LineageStore, Move, NodeRecord, RunConfig,
+    ConsultationRecord, EventRecord, FailureRecord, LineageRecord, LineageStore, Move, NodeRecord,
+    RunConfig,
 };
-use super::orchestrator::should_consult;
+use super::orchestrator::{should_consult, MAX_MOVES};
 use super::parts::{create_store, open_store, Parts};
 use super::promotion;
 use super::round_tasks::{self, Slot};
@@ -57,6 +58,8 @@ pub trait SearchObserver {
     fn event(&mut self, _event: &EventRecord) {}
     /// A mutator's or a writer's failure was recorded.
     fn failure(&mut self, _failure: &FailureRecord) {}
+    /// An orchestrator consultation's cost and refused proposals were recorded.
+    fn consultation(&mut self, _consultation: &ConsultationRecord) {}
     /// A discovery was saved.
     fn discovery(&mut self, _path: &Path, _discovery: &Discovery) {}
     /// A round ended.
@@ -273,18 +276,28 @@ impl Search {
             .state
             .events
             .iter()
-            .any(|e| e.round == round && !matches!(e.action, Move::Promote { .. }));
+            .any(|e| e.round == round && !matches!(e.action, Move::Promote { .. }))
+            || self.state.consultations.iter().any(|c| c.round == round);
         let off = !self.config().components.orchestrator;
         if off || round == 0 || consulted || !should_consult(&self.state, patience) {
             return Ok(());
         }
         let names: Vec<&str> = self.parts.mutators.iter().map(|m| m.name()).collect();
         let all: Vec<String> = self.slots.iter().map(|s| s.id.clone()).collect();
-        let events = self
-            .parts
-            .orchestrator
-            .consult(&self.state, round, patience, &names, &all);
-        for event in events.into_iter().take(2) {
+        let orchestrator = self.parts.orchestrator.as_ref();
+        let consultation = orchestrator.consult(&self.state, round, patience, &names, &all);
+        if !consultation.usage.is_zero() || !consultation.rejected.is_empty() {
+            let record = ConsultationRecord {
+                round,
+                orchestrator: orchestrator.name().to_string(),
+                backend: consultation.backend,
+                usage: consultation.usage,
+                rejected: consultation.rejected,
+            };
+            self.record(LineageRecord::Consultation(record.clone()))?;
+            observer.consultation(&record);
+        }
+        for event in consultation.events.into_iter().take(MAX_MOVES) {
             self.record(LineageRecord::Event(event.clone()))?;
             observer.event(&event);
         }

@@ -4,6 +4,7 @@
 use super::{diff, Search, SearchObserver};
 use crate::error::Result;
 use crate::harness::{seed_harnesses, Evidence, Harness};
+use crate::llm::Usage;
 use crate::program::Program;
 use crate::records::unix_seconds;
 use crate::runner::derive_seed;
@@ -230,6 +231,7 @@ impl Search {
             name: harness.name.clone(),
             edit: String::new(),
             evidence: vec!["seed harness".into()],
+            usage: Default::default(),
             evaluation,
             parent_evaluation: None,
             verdict: Verdict {
@@ -329,18 +331,31 @@ impl Search {
             .map(|t| t.evidence.clone())
             .collect();
         let mut identical = 0;
+        // Tokens of every proposal, the re-proposed ones included.
+        let mut spent = Usage::default();
         let mut proposal = loop {
             match mutator.propose(&ctx) {
                 Ok(p)
                     if identical + 1 < DRY_RUN_TRIES
                         && p.harness.same_behaviour(harness_of(parent), &evidence) =>
                 {
+                    spent += p.usage;
                     identical += 1;
                     ctx.seed = rng.gen();
                 }
-                Ok(p) => break p,
+                Ok(mut p) => {
+                    spent += p.usage;
+                    p.usage = spent;
+                    break p;
+                }
                 Err(e) => {
-                    let message = e.to_string();
+                    let mut message = e.to_string();
+                    if !spent.is_zero() {
+                        message.push_str(&format!(
+                            " (earlier proposals of this step: {})",
+                            spent.summary()
+                        ));
+                    }
                     return self.record_failure(
                         round,
                         island,
@@ -430,6 +445,7 @@ impl Search {
             name: child.name.clone(),
             edit: diff(&parent_harness.to_toml(), &child.to_toml()),
             evidence: proposal.evidence,
+            usage: proposal.usage,
             evaluation,
             parent_evaluation,
             verdict,
@@ -482,6 +498,7 @@ impl Search {
             name: harness.name.clone(),
             edit: String::new(),
             evidence: vec!["harness evolution off: the best seed harness again".into()],
+            usage: Default::default(),
             evaluation,
             parent_evaluation: None,
             verdict: Verdict {

@@ -12,7 +12,7 @@ use crate::program::Program;
 use crate::search::evaluation::{CostMeasure, Evaluation, Quality};
 use crate::search::lineage::{Components, ParentChoice};
 use crate::search::mutators::{MutationContext, MutationError, Mutator, Proposal};
-use crate::search::orchestrator::Orchestrator;
+use crate::search::orchestrator::{Consultation, Orchestrator};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -133,6 +133,7 @@ impl Mutator for ScriptedMutator {
                 Ok(Proposal {
                     harness,
                     evidence: vec![format!("scripted: {name}")],
+                    usage: Default::default(),
                 })
             }
             Err(message) => Err(MutationError::Failed(message.into())),
@@ -157,9 +158,9 @@ impl Orchestrator for RecordingOrchestrator {
         _patience: usize,
         _mutators: &[&str],
         _all_search_slots: &[String],
-    ) -> Vec<EventRecord> {
+    ) -> Consultation {
         self.calls.lock().unwrap().push(round);
-        vec![]
+        Consultation::default()
     }
 }
 
@@ -187,7 +188,43 @@ fn run_with(
     children: Vec<std::result::Result<&'static str, &'static str>>,
     adjust: impl FnOnce(&mut RunConfig),
 ) -> (Search, Stop, Script) {
-    let mut config = RunConfig {
+    let mut config = settings(rounds);
+    adjust(&mut config);
+    let script = Script {
+        batches: Arc::default(),
+        seen: Arc::default(),
+        consultations: Arc::default(),
+    };
+    let parts = Parts {
+        mutators: vec![Box::new(ScriptedMutator {
+            children: Mutex::new(children.into()),
+            seen: script.seen.clone(),
+        })],
+        orchestrator: Box::new(RecordingOrchestrator {
+            calls: script.consultations.clone(),
+        }),
+        executor: recording_executor(&script),
+    };
+    let mut search = Search::start_with(dir, config, parts, CancelToken::new()).unwrap();
+    let stop = search.run(&mut Quiet).unwrap();
+    (search, stop, script)
+}
+
+/// An observer that shows nothing.
+struct Quiet;
+impl SearchObserver for Quiet {}
+
+/// Local threads with the scripted writer, recording into `script`.
+fn recording_executor(script: &Script) -> Box<dyn Executor> {
+    Box::new(RecordingExecutor {
+        inner: LocalThreads::new(2).with_writer(Arc::new(ScriptedWriter)),
+        batches: script.batches.clone(),
+    })
+}
+
+/// One island, `rounds` rounds, the scripted parts by name, parents chosen greedily, patience 1.
+fn settings(rounds: usize) -> RunConfig {
+    RunConfig {
         suite: SUITE.into(),
         suite_pin: None,
         islands: 1,
@@ -214,31 +251,7 @@ fn run_with(
         tasks_per_round: SEARCH_TASKS,
         promote_discoveries: false,
         agents: None,
-    };
-    adjust(&mut config);
-    let script = Script {
-        batches: Arc::default(),
-        seen: Arc::default(),
-        consultations: Arc::default(),
-    };
-    let parts = Parts {
-        mutators: vec![Box::new(ScriptedMutator {
-            children: Mutex::new(children.into()),
-            seen: script.seen.clone(),
-        })],
-        orchestrator: Box::new(RecordingOrchestrator {
-            calls: script.consultations.clone(),
-        }),
-        executor: Box::new(RecordingExecutor {
-            inner: LocalThreads::new(2).with_writer(Arc::new(ScriptedWriter)),
-            batches: script.batches.clone(),
-        }),
-    };
-    let mut search = Search::start_with(dir, config, parts, CancelToken::new()).unwrap();
-    struct Quiet;
-    impl SearchObserver for Quiet {}
-    let stop = search.run(&mut Quiet).unwrap();
-    (search, stop, script)
+    }
 }
 
 fn node<'a>(search: &'a Search, id: &str) -> &'a NodeRecord {
@@ -502,4 +515,80 @@ fn unknown_part_names_are_usage_errors_before_anything_is_written() {
         .unwrap()
         .to_string();
     assert!(err.contains("'scripted'"), "{err}");
+}
+
+#[test]
+fn an_llm_mutators_tokens_and_diagnosis_and_an_llm_orchestrators_refusal_reach_the_lineage() {
+    use crate::llm::scripted::ScriptedBackend;
+    use crate::search::mutators::llm::LlmMutator;
+    use crate::search::orchestrator::llm::LlmOrchestrator;
+    let dir = tempfile::tempdir().unwrap();
+    let seed = crate::harness::seed_harnesses().remove(0);
+    let answer = |programs: usize| {
+        let mut child = seed.clone();
+        child.programs = programs;
+        Ok(format!(
+            "DIAGNOSIS: one program per task is too few.\n```toml\n{}```",
+            child.to_toml()
+        ))
+    };
+    let mutator = ScriptedBackend::new("model", vec![answer(5), answer(6)]);
+    let refusal = r#"{"moves": [{"kind": "split", "island": 0, "diagnosis": "d"}]}"#;
+    let orchestrator = ScriptedBackend::new("judge", vec![Ok(refusal.into())]);
+    let script = Script {
+        batches: Arc::default(),
+        seen: Arc::default(),
+        consultations: Arc::default(),
+    };
+    let parts = Parts {
+        mutators: vec![Box::new(LlmMutator::new(crate::llm::ModelPool::new(vec![
+            (1.0, Box::new(mutator)),
+        ])))],
+        orchestrator: Box::new(LlmOrchestrator::new(crate::llm::ModelPool::new(vec![(
+            1.0,
+            Box::new(orchestrator),
+        )]))),
+        executor: recording_executor(&script),
+    };
+    let mut config = settings(2);
+    config.mutators = vec!["llm".into()];
+    config.orchestrator = "llm".into();
+    let mut search = Search::start_with(dir.path(), config, parts, CancelToken::new()).unwrap();
+    search.run(&mut Quiet).unwrap();
+    let (records, _) = crate::records::read_records::<LineageRecord>(
+        &dir.path().join(super::super::lineage::LINEAGE_FILE),
+    )
+    .unwrap();
+    let state = SearchState::replay(&records);
+    assert!(state.nodes[0].usage.is_zero());
+    let children: Vec<&NodeRecord> = state.nodes.iter().filter(|n| n.round > 0).collect();
+    assert_eq!(children.len(), 2);
+    for child in &children {
+        assert_eq!(child.mutator, "llm");
+        assert_eq!(child.usage.requests, 1);
+        assert!(child.usage.prompt_tokens > 0 && child.usage.completion_tokens > 0);
+        assert!(child
+            .evidence
+            .iter()
+            .any(|l| l == "diagnosis (model): one program per task is too few."));
+    }
+    // Only an LLM node's line carries usage: a built-in one serialises as before.
+    let text =
+        std::fs::read_to_string(dir.path().join(super::super::lineage::LINEAGE_FILE)).unwrap();
+    assert_eq!(
+        text.matches("\"usage\"").count(),
+        2 + state.consultations.len(),
+        "{text}"
+    );
+    assert_eq!(state.consultations.len(), 1, "{:?}", state.consultations);
+    let c = &state.consultations[0];
+    assert_eq!((c.round, c.orchestrator.as_str()), (2, "llm"));
+    assert_eq!(c.backend.as_deref(), Some("judge"));
+    assert_eq!(c.usage.requests, 1);
+    assert!(
+        c.rejected[0].contains("unknown move 'split'"),
+        "{:?}",
+        c.rejected
+    );
+    assert_eq!(state.events.iter().filter(|e| e.round == 2).count(), 0);
 }

@@ -11,7 +11,9 @@
 //!   edits were admitted or rejected;
 //! - [`breeder`]: uniform crossover of the parent with a co-parent;
 //! - [`blind`]: a one-shot edit that reads nothing but the parent (benchmark ablation only, not
-//!   in the pool).
+//!   in the pool);
+//! - [`llm`]: a language model rewrites the harness from the same evidence (joins a run's pool
+//!   by name, `--mutators tuner,llm`; it needs an agents file, so it is not in [`NAMES`]).
 //!
 //! The shared pieces live here: the [`Diagnosis`] of a parent, the domain map from evidence to
 //! the edits that address it ([`addresses`]), and [`fresh`], which retries a mutator's seeded
@@ -20,6 +22,7 @@
 pub mod blind;
 pub mod breeder;
 pub mod evidence;
+pub mod llm;
 pub mod structural;
 pub mod tuner;
 
@@ -27,6 +30,7 @@ use super::evaluation::CostMeasure;
 use super::hypervolume::Fitness;
 use super::lineage::NodeRecord;
 use crate::harness::{EditKind, Evidence, Harness};
+use crate::llm::Usage;
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -57,6 +61,8 @@ pub struct Proposal {
     pub harness: Harness,
     /// The evidence read and the diagnosis made, one line each.
     pub evidence: Vec<String>,
+    /// Tokens (and dollars) spent making it: zero for a built-in mutator.
+    pub usage: Usage,
 }
 
 /// Why a mutator proposed no child; the search records it as a failure and the island skips
@@ -200,6 +206,7 @@ pub fn fresh(
         return Ok(Proposal {
             harness: child,
             evidence,
+            usage: Usage::default(),
         });
     }
     Err(MutationError::NothingNew { tries: MAX_TRIES })
@@ -454,6 +461,7 @@ pub(crate) mod fixtures {
             name: harness.name.clone(),
             edit: String::new(),
             evidence: vec![],
+            usage: Default::default(),
             evaluation: Evaluation {
                 fitness: Fitness {
                     quality: gains.iter().copied().fold(0.0, f64::max),

@@ -100,6 +100,7 @@ impl Lineage {
             name: id.clone(),
             edit: String::new(),
             evidence: Vec::new(),
+            usage: Default::default(),
             evaluation: evaluation(gains),
             parent_evaluation: None,
             verdict: Verdict {
@@ -145,7 +146,9 @@ impl Lineage {
 
 pub(super) fn consult(state: &SearchState, patience: usize, tasks: &[&str]) -> Vec<EventRecord> {
     let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
-    BuiltinOrchestrator.consult(state, state.rounds_done + 1, patience, &POOL, &tasks)
+    BuiltinOrchestrator
+        .consult(state, state.rounds_done + 1, patience, &POOL, &tasks)
+        .events
 }
 
 /// Applies the events to a copy of the state.

@@ -7,6 +7,8 @@
 //! on the slots both nodes were evaluated on, with [`similarity`]):
 //!
 //! One file per move, each with its rule: [`reassign`], [`graft`], [`speciate`], [`curriculum`].
+//! [`llm::LlmOrchestrator`] asks a language model for the moves instead, and falls back on this
+//! rule when the answer is refused.
 //!
 //! Curriculum goes first when it fires. Then stalled islands are visited from the most stalled
 //! (ties: lowest index), each getting the first of reassign, graft, speciate that fires, until
@@ -18,6 +20,7 @@ pub mod curriculum;
 #[cfg(test)]
 mod fixture;
 pub mod graft;
+pub mod llm;
 pub mod reassign;
 pub mod speciate;
 
@@ -25,6 +28,7 @@ use super::lineage::{EventRecord, Move, NodeRecord};
 use super::round_tasks::slot_of;
 use super::similarity::similarity;
 use super::state::SearchState;
+use crate::llm::Usage;
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 
@@ -38,6 +42,29 @@ pub const SPECIATE_SIMILARITY: f64 = 0.5;
 /// Relative tolerance under which two qualities count as equal.
 pub const QUALITY_TOLERANCE: f64 = 1e-9;
 
+/// What one consultation decided, what it cost and which proposals it refused.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Consultation {
+    /// At most [`MAX_MOVES`] moves, each with its diagnosis.
+    pub events: Vec<EventRecord>,
+    /// The backend asked, when a model was.
+    pub backend: Option<String>,
+    /// Tokens (and dollars) spent: zero for the built-in orchestrator.
+    pub usage: Usage,
+    /// Refused proposals, each with the reason (the built-in rule decided instead).
+    pub rejected: Vec<String>,
+}
+
+impl Consultation {
+    /// Moves decided by rule, at no cost.
+    pub fn moves(events: Vec<EventRecord>) -> Consultation {
+        Consultation {
+            events,
+            ..Consultation::default()
+        }
+    }
+}
+
 /// Decides the search's strategy moves when islands stall.
 pub trait Orchestrator: Send + Sync {
     /// The orchestrator's name, for the display and the records.
@@ -45,8 +72,9 @@ pub trait Orchestrator: Send + Sync {
 
     /// Called after `round` when some island's validation best has not improved for `patience`
     /// rounds (see [`should_consult`]). Returns at most two moves, each an [`EventRecord`] with
-    /// its diagnosis and the given `round`. `mutators` is the pool's names in order;
-    /// `all_search_slots` the suite's search slot ids (see [`crate::search::round_tasks`]).
+    /// its diagnosis and the given `round`, with what deciding them cost. `mutators` is the
+    /// pool's names in order; `all_search_slots` the suite's search slot ids (see
+    /// [`crate::search::round_tasks`]).
     fn consult(
         &self,
         state: &SearchState,
@@ -54,7 +82,7 @@ pub trait Orchestrator: Send + Sync {
         patience: usize,
         mutators: &[&str],
         all_search_slots: &[String],
-    ) -> Vec<EventRecord>;
+    ) -> Consultation;
 }
 
 /// The deterministic, rule-based orchestrator described in the module documentation.
@@ -80,37 +108,54 @@ impl Orchestrator for BuiltinOrchestrator {
         patience: usize,
         mutators: &[&str],
         all_search_slots: &[String],
-    ) -> Vec<EventRecord> {
-        let patience = patience.max(1);
-        let mut plan = Plan {
+    ) -> Consultation {
+        Consultation::moves(builtin_moves(
             state,
             round,
             patience,
             mutators,
-            mutator_of: state.islands.iter().map(|i| i.mutator.clone()).collect(),
-            changed: HashSet::new(),
-            events: Vec::new(),
-        };
-        if let Some(event) = curriculum::curriculum(state, round, patience, all_search_slots) {
-            plan.events.push(event);
-        }
-        let mut stalled: Vec<usize> = (0..state.islands.len())
-            .filter(|&i| state.islands[i].stalled_rounds >= patience)
-            .collect();
-        stalled.sort_by_key(|&i| (Reverse(state.islands[i].stalled_rounds), i));
-        for island in stalled {
-            if plan.events.len() >= MAX_MOVES {
-                break;
-            }
-            if plan.changed.contains(&island) {
-                continue;
-            }
-            if !plan.reassign(island) && !plan.graft(island) {
-                plan.speciate(island);
-            }
-        }
-        plan.events
+            all_search_slots,
+        ))
     }
+}
+
+/// The built-in rule's moves (see the module documentation).
+fn builtin_moves(
+    state: &SearchState,
+    round: usize,
+    patience: usize,
+    mutators: &[&str],
+    all_search_slots: &[String],
+) -> Vec<EventRecord> {
+    let patience = patience.max(1);
+    let mut plan = Plan {
+        state,
+        round,
+        patience,
+        mutators,
+        mutator_of: state.islands.iter().map(|i| i.mutator.clone()).collect(),
+        changed: HashSet::new(),
+        events: Vec::new(),
+    };
+    if let Some(event) = curriculum::curriculum(state, round, patience, all_search_slots) {
+        plan.events.push(event);
+    }
+    let mut stalled: Vec<usize> = (0..state.islands.len())
+        .filter(|&i| state.islands[i].stalled_rounds >= patience)
+        .collect();
+    stalled.sort_by_key(|&i| (Reverse(state.islands[i].stalled_rounds), i));
+    for island in stalled {
+        if plan.events.len() >= MAX_MOVES {
+            break;
+        }
+        if plan.changed.contains(&island) {
+            continue;
+        }
+        if !plan.reassign(island) && !plan.graft(island) {
+            plan.speciate(island);
+        }
+    }
+    plan.events
 }
 
 /// One consultation in progress: the moves so far and the mutators they give each island.
