@@ -24,8 +24,8 @@ impl ModelPool {
         if self.members.len() == 1 {
             return self.members[0].1.as_ref();
         }
-        let weights = WeightedIndex::new(self.members.iter().map(|(w, _)| *w))
-            .expect("positive weights");
+        let weights =
+            WeightedIndex::new(self.members.iter().map(|(w, _)| *w)).expect("positive weights");
         let index = weights.sample(&mut ChaCha8Rng::seed_from_u64(seed));
         self.members[index].1.as_ref()
     }

@@ -37,7 +37,10 @@ impl ChatBackend for ScriptedBackend {
     }
 
     fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        self.seen.lock().expect("not poisoned").push(request.clone());
+        self.seen
+            .lock()
+            .expect("not poisoned")
+            .push(request.clone());
         let reply = self.replies.lock().expect("not poisoned").pop();
         let text = reply.unwrap_or_else(|| {
             Err(LlmError::Unavailable {
