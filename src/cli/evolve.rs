@@ -1,6 +1,7 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
 use super::search_status::{best_result, SearchStatus, LOG_FILE};
+use crate::agent::writer_by_name;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
@@ -212,6 +213,17 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
             )));
         }
     }
+    let agents = match &args.agents {
+        Some(path) => Some(AgentsConfig::load(path)?),
+        None => {
+            check_llm_parts_have_agents(args)?;
+            None
+        }
+    };
+    if args.writer == LLM {
+        // The writer's pool, checked before anything is written.
+        writer_by_name(&args.writer, agents.as_ref())?;
+    }
     let dir = args.run_dir.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         PathBuf::from("runs").join(format!("evolve-{}", now.replace(':', "-")))
@@ -221,13 +233,6 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         // A directory holding a run gets nothing written into it.
         None if dir.join(LINEAGE_FILE).exists() => return Err(already_holds_a_run(&dir)),
         None => write_default_suite(&dir)?,
-    };
-    let agents = match &args.agents {
-        Some(path) => Some(AgentsConfig::load(path)?),
-        None => {
-            check_llm_parts_have_agents(args)?;
-            None
-        }
     };
     let suite = Suite::load(&suite_path)?;
     let config = RunConfig {

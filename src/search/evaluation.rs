@@ -125,7 +125,8 @@ pub struct TaskResult {
     pub usage: Usage,
     /// Evidence the agent read off the parent's run (best attempt).
     pub evidence: Vec<Evidence>,
-    /// Edits of the programs the best attempt ran, one line per program.
+    /// Edits of the programs the best attempt ran, one line per program (with the error of a
+    /// revision that produced nothing).
     pub edits: Vec<String>,
     /// The program that produced the best attempt's construction, as TOML, when it improved.
     pub best_program: Option<String>,
@@ -292,7 +293,10 @@ pub fn evaluate(
             edits: best
                 .runs
                 .iter()
-                .map(|r| format!("{:?}: {}", r.role, r.edits.join("; ")))
+                .map(|r| match &r.error {
+                    None => format!("{:?}: {}", r.role, r.edits.join("; ")),
+                    Some(e) => format!("{:?}: {} (failed: {e})", r.role, r.edits.join("; ")),
+                })
                 .collect(),
             best_program: best.improved.then(|| best.best_program.to_toml()),
             construction: None,
