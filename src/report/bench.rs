@@ -6,9 +6,7 @@
 use super::digits;
 use super::html::{Cell, Page};
 use super::interactive::bench_data;
-use super::plot::{
-    arena_in_view, arena_line, axes, colour, legend, padded, save, steps, Drawn, Figure, FONT,
-};
+use super::plot::{colour, legend, padded, save, steps, Drawn, Figure, ScoreAxis, FONT};
 use crate::bench::results::{Batch, BenchResults, Interval};
 use crate::bench::{read_progress, RESULTS_FILE};
 use crate::bounded_read::{read_text_capped, RECORDS_CAP};
@@ -40,8 +38,12 @@ impl Figure for Curves<'_> {
         let runs = &self.results.runs;
         let points = || runs.iter().flat_map(|r| r.curve.iter());
         let x_range = padded(points().map(|p| p.cpu_seconds).chain([0.0]));
-        let arena = arena_in_view(points().map(|p| p.best), self.results.arena_first);
-        let y_range = padded(points().map(|p| p.best).chain(arena));
+        let axis = ScoreAxis::new(
+            points().map(|p| p.best),
+            self.results.arena_first,
+            self.results.direction == "maximize",
+        );
+        let y_range = axis.range(points().map(|p| p.best));
         let mut chart = ChartBuilder::on(root)
             .caption(
                 format!("Best so far, every run ({})", self.results.problem),
@@ -51,12 +53,15 @@ impl Figure for Curves<'_> {
             .x_label_area_size(40)
             .y_label_area_size(110)
             .build_cartesian_2d(x_range.clone(), y_range)?;
-        axes(&mut chart, "CPU seconds", "best score")?;
+        axis.draw_axes(&mut chart, "CPU seconds", &x_range)?;
         let mut labelled = vec![false; self.results.methods.len() + 1];
         for run in runs {
             let k = self.method_index(&run.method);
-            let cells: Vec<(f64, f64)> =
-                run.curve.iter().map(|p| (p.cpu_seconds, p.best)).collect();
+            let cells: Vec<(f64, f64)> = run
+                .curve
+                .iter()
+                .map(|p| (p.cpu_seconds, axis.y(p.best)))
+                .collect();
             let end = cells.last().map_or(0.0, |p| p.0);
             let path = steps(&cells, end);
             let series = match run.batch {
@@ -77,9 +82,6 @@ impl Figure for Curves<'_> {
                 });
             }
         }
-        if let Some(first) = self.results.arena_first {
-            arena_line(&mut chart, &x_range, first, arena.is_some())?;
-        }
         let budget = self.results.cpu_seconds;
         let (bottom, top) = (chart.y_range().start, chart.y_range().end);
         chart
@@ -91,9 +93,10 @@ impl Figure for Curves<'_> {
             ))?
             .label(format!("budget ({budget} CPU s): runs are read here"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.mix(0.6)));
-        // Curves fall when minimising and rise when maximising: the legend goes where they are not.
-        let corner = match self.results.direction.as_str() {
-            "maximize" => SeriesLabelPosition::LowerRight,
+        // Scores fall when minimising and rise when maximising, and gaps always fall: the
+        // legend goes where the curves are not.
+        let corner = match (axis, self.results.direction.as_str()) {
+            (ScoreAxis::Score, "maximize") => SeriesLabelPosition::LowerRight,
             _ => SeriesLabelPosition::UpperRight,
         };
         legend(&mut chart, corner)

@@ -15,6 +15,20 @@ pub fn score(x: f64) -> String {
     significant(x, SCORE_DIGITS)
 }
 
+/// An axis tick: [`score`]'s digits without trailing zeros (`2.92`, not `2.9200000000000017`
+/// or `2.920000000`).
+pub fn tick(x: f64) -> String {
+    let text = score(x);
+    match text.split_once('e') {
+        None if text.contains('.') => text.trim_end_matches('0').trim_end_matches('.').into(),
+        Some((mantissa, exponent)) if mantissa.contains('.') => {
+            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+            format!("{mantissa}e{exponent}")
+        }
+        _ => text,
+    }
+}
+
 /// An exact decimal score (`1.547122865168276…e0`) rounded half-to-even to [`SCORE_DIGITS`]
 /// significant digits; text that is not a decimal is returned as it is.
 pub fn exact_score(text: &str) -> String {
@@ -97,6 +111,15 @@ mod tests {
         assert_eq!(score(-1.25), "-1.250000000");
         assert_eq!(score(f64::NAN), "—");
         assert_eq!(score(1.5e-9), "1.500000000e-9");
+    }
+
+    #[test]
+    fn ticks_drop_trailing_zeros() {
+        assert_eq!(tick(2.9200000000000017), "2.92");
+        assert_eq!(tick(1200.0), "1200");
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(1.5e-9), "1.5e-9");
+        assert_eq!(tick(-0.25), "-0.25");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Figure: the lineage tree, one lane per island, x = round. Admitted nodes are filled circles,
 //! rejected ones hollow circles with a cross; an edge joins each parent to its child, graft edges
 //! (a co-parent on another island) are orange arrows; orchestrator moves are dashed vertical
-//! lines after their round, labelled with the move's kind.
+//! lines after their round, labelled with the move's kind. Each node's id is written beside it
+//! (up to [`MAX_LABELLED_NODES`]).
 
 use super::plot::{legend, Drawn, Figure, FONT};
 use crate::search::state::SearchState;
@@ -13,6 +14,9 @@ use std::collections::HashMap;
 const SPREAD: f64 = 0.18;
 /// Height of the band below island 0 that holds the legend.
 const LEGEND_BAND: f64 = 1.0;
+/// Most nodes whose ids are written beside them (beyond, the labels would overlap; the
+/// interactive page names every node).
+const MAX_LABELLED_NODES: usize = 200;
 const GRAFT: RGBColor = RGBColor(230, 120, 0);
 const ADMITTED: RGBColor = RGBColor(31, 90, 200);
 const REJECTED: RGBColor = RGBColor(200, 40, 40);
@@ -30,6 +34,8 @@ struct Edge {
 pub struct LineageTree {
     /// `(round, lane position, admitted)` of every node.
     nodes: Vec<(f64, f64, bool)>,
+    /// Every node's id, in the order of `nodes`.
+    ids: Vec<String>,
     /// Parent → child edges.
     edges: Vec<Edge>,
     /// `(round, kind)` of every orchestrator move.
@@ -44,7 +50,9 @@ impl LineageTree {
         let mut at: HashMap<&str, (f64, f64)> = HashMap::new();
         let mut filled: HashMap<(usize, usize), usize> = HashMap::new();
         let mut nodes = Vec::new();
+        let mut ids = Vec::new();
         for node in &state.nodes {
+            ids.push(node.id.clone());
             let k = filled.entry((node.island, node.round)).or_default();
             let position = (node.round as f64, node.island as f64 + *k as f64 * SPREAD);
             *k += 1;
@@ -76,6 +84,7 @@ impl LineageTree {
         let rounds = state.nodes.iter().map(|n| n.round).max().unwrap_or(0);
         LineageTree {
             nodes,
+            ids,
             edges,
             moves: state
                 .events
@@ -107,7 +116,7 @@ impl Figure for LineageTree {
             .x_desc("round")
             .x_labels(self.rounds.min(20) + 2)
             .x_label_formatter(&|x| whole(*x).map_or_else(String::new, |r| r.to_string()))
-            .y_labels(2 * self.islands + 3)
+            .y_labels(self.islands + 2)
             .y_label_formatter(&|y| match whole(*y) {
                 Some(i) if i >= 0 => format!("island {i}"),
                 _ => String::new(),
@@ -158,6 +167,16 @@ impl Figure for LineageTree {
                     + Circle::new((0, 0), 5, REJECTED.stroke_width(2))
                     + Cross::new((0, 0), 3, REJECTED.stroke_width(2))
             });
+        if self.nodes.len() <= MAX_LABELLED_NODES {
+            for (&(x, y, _), id) in self.nodes.iter().zip(&self.ids) {
+                let (px, py) = chart.backend_coord(&(x, y));
+                root.draw(&Text::new(
+                    id.as_str(),
+                    (px + 7, py - 16),
+                    (FONT, 10).into_font().color(&BLACK.mix(0.75)),
+                ))?;
+            }
+        }
         let mut stacked: HashMap<usize, i32> = HashMap::new();
         for (k, &(round, kind)) in self.moves.iter().enumerate() {
             let x = round as f64 + 0.5;

@@ -2,6 +2,7 @@
 //! side. Text is rendered with an embedded DejaVu Sans (through ab_glyph), so no system font
 //! library is needed.
 
+use super::digits;
 use crate::atomic_file;
 use crate::error::{MiloError, Result};
 use plotters::coord::types::RangedCoordf64;
@@ -29,38 +30,138 @@ pub trait Figure {
 /// A chart with plain numeric axes, as every figure draws on.
 pub type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// The arena's #1 if its line belongs on a chart of `values`: within three times their spread of
-/// them (a line far off would flatten every curve into one).
-pub fn arena_in_view(values: impl Iterator<Item = f64> + Clone, first: Option<f64>) -> Option<f64> {
-    let first = first?;
-    let low = values.clone().fold(f64::INFINITY, f64::min);
-    let high = values.fold(f64::NEG_INFINITY, f64::max);
-    let reach = 3.0 * (high - low);
-    (!(low.is_finite() && high.is_finite()) || (first >= low - reach && first <= high + reach))
-        .then_some(first)
+/// The y axis of a best-so-far figure. Without an arena #1 it is the score. With one it is the
+/// gap to the #1 on a log scale (`log10` of how far behind it a score is, in the problem's
+/// direction), so the #1 stays in view however far the curves are from it: the #1 itself is a
+/// dashed line half a decade below the smallest gap, and a score that ties or beats it sits in
+/// the band under that line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScoreAxis {
+    /// The score itself.
+    Score,
+    /// `log10` of the gap to the arena's #1.
+    Gap {
+        /// The arena's #1.
+        first: f64,
+        /// +1 when minimising (gap = score − #1), −1 when maximising.
+        sign: f64,
+        /// Where a score that ties or beats the #1 is drawn: a decade below the smallest gap.
+        beaten: f64,
+    },
 }
 
-/// Draws the arena's #1 as a dashed red line across `x_range` with its legend entry; when it is
-/// not `shown` (off the scale), only the legend entry says where it is.
-pub fn arena_line<DB: DrawingBackend>(
-    chart: &mut Chart<'_, DB>,
-    x_range: &Range<f64>,
-    first: f64,
-    shown: bool,
-) -> Drawn<DB> {
-    let (points, label) = if shown {
-        (
-            vec![(x_range.start, first), (x_range.end, first)],
-            format!("arena #1 ({first})"),
-        )
-    } else {
-        (vec![], format!("arena #1 ({first}, off the scale)"))
-    };
-    chart
-        .draw_series(DashedLineSeries::new(points, 8, 5, RED.stroke_width(2)))?
-        .label(label)
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
-    Ok(())
+impl ScoreAxis {
+    /// The axis for `scores`: the gap to `first` when it is known.
+    pub fn new(scores: impl Iterator<Item = f64>, first: Option<f64>, maximise: bool) -> Self {
+        let Some(first) = first else {
+            return ScoreAxis::Score;
+        };
+        let sign = if maximise { -1.0 } else { 1.0 };
+        let smallest = scores
+            .map(|s| sign * (s - first))
+            .filter(|g| *g > 0.0 && g.is_finite())
+            .fold(f64::INFINITY, f64::min);
+        let decade = if smallest.is_finite() {
+            (smallest.log10() + 1e-9).floor()
+        } else {
+            0.0
+        };
+        ScoreAxis::Gap {
+            first,
+            sign,
+            beaten: decade - 1.0,
+        }
+    }
+
+    /// Where `score` is drawn.
+    pub fn y(&self, score: f64) -> f64 {
+        match *self {
+            ScoreAxis::Score => score,
+            ScoreAxis::Gap {
+                first,
+                sign,
+                beaten,
+            } => {
+                let gap = sign * (score - first);
+                if gap > 0.0 {
+                    gap.log10()
+                } else {
+                    beaten
+                }
+            }
+        }
+    }
+
+    /// The y range for `scores`, the #1's line and band included.
+    pub fn range(&self, scores: impl Iterator<Item = f64>) -> Range<f64> {
+        let ys = scores.map(|s| self.y(s));
+        match *self {
+            ScoreAxis::Score => padded(ys),
+            ScoreAxis::Gap { beaten, .. } => {
+                let high = ys.fold(beaten + 1.0, f64::max);
+                beaten - 0.3..high.ceil().max(beaten + 1.0) + 0.3
+            }
+        }
+    }
+
+    /// The axis's description.
+    pub fn desc(&self) -> &'static str {
+        match self {
+            ScoreAxis::Score => "best score",
+            ScoreAxis::Gap { .. } => "gap to the arena #1 (log scale)",
+        }
+    }
+
+    /// The tick label at `y`: a score to 10 significant digits, or a power of ten of the gap
+    /// (blank between decades, "ties or beats" in the band under the #1).
+    pub fn tick(&self, y: f64) -> String {
+        match *self {
+            ScoreAxis::Score => digits::tick(y),
+            ScoreAxis::Gap { beaten, .. } if y < beaten + 0.5 => match (y - beaten).abs() < 1e-9 {
+                true => "ties/beats".into(),
+                false => String::new(),
+            },
+            ScoreAxis::Gap { .. } => match (y - y.round()).abs() < 1e-9 {
+                true => format!("1e{}", y.round() as i64),
+                false => String::new(),
+            },
+        }
+    }
+
+    /// Draws the grid and the axes, then the arena's #1 across `x_range` (when known) with its
+    /// legend entry.
+    pub fn draw_axes<DB: DrawingBackend>(
+        &self,
+        chart: &mut Chart<'_, DB>,
+        x_desc: &str,
+        x_range: &Range<f64>,
+    ) -> Drawn<DB> {
+        let tick = |y: &f64| self.tick(*y);
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x_desc)
+            .y_desc(self.desc())
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|x| digits::tick(*x))
+            .y_label_formatter(&tick);
+        mesh.draw()?;
+        if let ScoreAxis::Gap { first, beaten, .. } = *self {
+            let y = beaten + 0.5;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x_range.start, y), (x_range.end, y)],
+                    8,
+                    5,
+                    RED.stroke_width(2),
+                ))?
+                .label(format!(
+                    "arena #1 ({}): gap 0; below the line ties or beats it",
+                    digits::tick(first)
+                ))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
+        }
+        Ok(())
+    }
 }
 
 /// Draws the grid and the axes with their labels, in the figures' font.
@@ -73,6 +174,8 @@ pub fn axes<'a, DB: DrawingBackend + 'a>(
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
+        .x_label_formatter(&|x| digits::tick(*x))
+        .y_label_formatter(&|y| digits::tick(*y))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
         .draw()
@@ -210,6 +313,32 @@ pub fn envelope(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gap_axis_keeps_the_first_in_view_in_either_direction() {
+        // Minimising, 1e-3 and 2e-1 behind the #1, one score ahead of it.
+        let axis = ScoreAxis::new([1.001, 1.2, 0.9].into_iter(), Some(1.0), false);
+        let ScoreAxis::Gap { beaten, .. } = axis else {
+            panic!("{axis:?}")
+        };
+        assert_eq!(beaten, -4.0);
+        assert!((axis.y(1.001) - (-3.0)).abs() < 1e-9);
+        assert_eq!(axis.y(0.9), beaten);
+        let range = axis.range([1.001, 1.2, 0.9].into_iter());
+        assert!(range.start < beaten && range.end > axis.y(1.2), "{range:?}");
+        assert_eq!(axis.tick(-3.0), "1e-3");
+        assert_eq!(axis.tick(-3.5), "");
+        assert_eq!(axis.tick(beaten), "ties/beats");
+        // Maximising: a score below the #1 is behind it.
+        let axis = ScoreAxis::new([0.9].into_iter(), Some(1.0), true);
+        assert!((axis.y(0.9) - 0.1f64.log10()).abs() < 1e-12);
+        // Without a #1, the score itself.
+        let axis = ScoreAxis::new([0.9].into_iter(), None, true);
+        assert_eq!(
+            (axis, axis.y(0.9), axis.tick(2.9200000000000017)),
+            (ScoreAxis::Score, 0.9, "2.92".into())
+        );
+    }
 
     struct Label;
 

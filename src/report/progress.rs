@@ -1,10 +1,8 @@
 //! A run's best so far: each node's best search-task score, the run's best after each node
 //! (against round and time), and the figure of it (a step curve with the arena's #1 as a
-//! horizontal line).
+//! horizontal line; with it, the gap to it on a log scale).
 
-use super::plot::{
-    arena_in_view, arena_line, axes, colour, legend, padded, steps, Drawn, Figure, FONT,
-};
+use super::plot::{colour, legend, padded, steps, Drawn, Figure, ScoreAxis, FONT};
 use crate::exact::rational::parse_decimal;
 use crate::problems::spec::Direction;
 use crate::search::archive::search_evaluations;
@@ -111,38 +109,36 @@ pub struct Progress {
     pub x_desc: String,
     /// `(x, best so far)`, x increasing.
     pub points: Vec<(f64, f64)>,
-    /// The arena's #1 score, when the problem file lists one.
-    pub arena_first: Option<f64>,
+    /// The y axis: the score, or the gap to the arena's #1 when the problem file lists one.
+    pub axis: ScoreAxis,
 }
 
 impl Figure for Progress {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
         let x_end = self.points.last().map_or(1.0, |p| p.0);
         let x_range = padded(self.points.iter().map(|p| p.0).chain([0.0, x_end]));
-        let arena = arena_in_view(self.points.iter().map(|p| p.1), self.arena_first);
-        let y_range = padded(self.points.iter().map(|p| p.1).chain(arena));
+        let y_range = self.axis.range(self.points.iter().map(|p| p.1));
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FONT, 20))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(110)
             .build_cartesian_2d(x_range.clone(), y_range)?;
-        axes(&mut chart, self.x_desc.as_str(), "best score")?;
+        self.axis
+            .draw_axes(&mut chart, self.x_desc.as_str(), &x_range)?;
+        let drawn: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .map(|&(x, score)| (x, self.axis.y(score)))
+            .collect();
         chart
             .draw_series(LineSeries::new(
-                steps(&self.points, x_end),
+                steps(&drawn, x_end),
                 colour(0).stroke_width(2),
             ))?
             .label("best so far")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour(0)));
-        chart.draw_series(
-            self.points
-                .iter()
-                .map(|&p| Circle::new(p, 3, colour(0).filled())),
-        )?;
-        if let Some(first) = self.arena_first {
-            arena_line(&mut chart, &x_range, first, arena.is_some())?;
-        }
+        chart.draw_series(drawn.iter().map(|&p| Circle::new(p, 3, colour(0).filled())))?;
         legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
 }

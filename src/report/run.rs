@@ -9,7 +9,7 @@ use super::digits::{self, SCORE_DIGITS};
 use super::html::{Cell, Page};
 use super::interactive;
 use super::lineage_tree::LineageTree;
-use super::plot::save;
+use super::plot::{save, ScoreAxis};
 use super::progress::{best_so_far, node_best, BestSoFar, Progress};
 use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::construction::read_values;
@@ -384,16 +384,25 @@ fn progress_figures(
         ),
     ];
     for (stem, x_desc, title, points) in figures {
+        let points = last_per_x(points);
+        let axis = ScoreAxis::new(
+            points.iter().map(|p| p.1),
+            arena_first,
+            direction == Direction::Maximize,
+        );
         let figure = Progress {
             title: title.into(),
             x_desc: x_desc.into(),
-            points: last_per_x(points),
-            arena_first,
+            points,
+            axis,
         };
         save(&figure, out, stem)?;
         page.figure(
             stem,
-            &format!("{title} (x: {x_desc}); dashed red: the arena's #1"),
+            &format!(
+                "{title} (x: {x_desc}); y: the gap to the arena's #1 on a log scale (dashed \
+                 red: the #1) when the problem lists one, else the score"
+            ),
         );
     }
     Ok(())

@@ -55,7 +55,7 @@ pub struct SequentialLp {
     /// LP solves.
     #[serde(default = "default_steps")]
     pub steps: usize,
-    /// The LP solver (default `microlp`; see the README's comparison).
+    /// The LP solver (default `auto`: by the LP's size; see the README's comparison).
     #[serde(default, skip_serializing_if = "LpSolver::is_default")]
     pub solver: LpSolver,
 }

@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests: the binary, the arena folder, the Python references.
 #![allow(dead_code)]
 
+pub mod local_model;
+
 use milo::bench::results::{
     Batch, BenchResults, CurvePoint, Interval, LadderRung, MethodSummary, PairVerdict, RunSummary,
 };

@@ -1,0 +1,395 @@
+//! An OpenAI-compatible chat-completions backend (a hosted API, or a local vLLM, llama.cpp or
+//! Ollama server): `POST {api_base}/chat/completions` over `ureq`.
+//!
+//! - **Key.** The environment variable named by `api_key_env` is read at each request and sent
+//!   as `Authorization: Bearer …`; a missing variable is an [`LlmError::Unavailable`] naming the
+//!   variable. The key is never held by the backend, and every text built from a server's
+//!   answer has it replaced by `<redacted>` (a server may echo the header back).
+//! - **Timeout.** Each request (connecting, sending, the whole answer) has the configured
+//!   timeout; a request that runs out of it is retried, and the last one ends as
+//!   [`LlmError::Timeout`].
+//! - **Retries.** A 429, a 5xx, a timeout or a refused, reset or dropped connection is retried
+//!   up to `retries` times. The wait before retry `k` (from 1) is the answer's `Retry-After`
+//!   seconds when it names them (an HTTP date is not read), else 0.5 s · 2^(k-1); either is
+//!   capped at [`MAX_WAIT`]. There is no jitter, so waits are reproducible. Other 4xx answers,
+//!   redirects (not followed) and unusable answers are not retried.
+//! - **Answers.** The body is read up to [`ANSWER_CAP`] bytes. The text is
+//!   `choices[0].message.content`; the tokens are `usage.prompt_tokens` and
+//!   `usage.completion_tokens`, counted 0 when the server reports no usage. Malformed or
+//!   truncated JSON, no choices or no text is an [`LlmError::Unusable`].
+//!   [`Usage::requests`] counts every request made for the answer, retries included.
+
+mod wire;
+
+use super::{BackendConfig, ChatBackend, ChatRequest, Completion, LlmError, Usage};
+use crate::error::{MiloError, Result as MiloResult};
+use std::fmt;
+use std::io::ErrorKind;
+use std::time::Duration;
+
+/// Largest answer body read (a longer one is refused before it is all read).
+pub const ANSWER_CAP: u64 = 16 * 1024 * 1024;
+/// Longest wait between two requests, whatever `Retry-After` asks.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// The wait before the first retry when the server names none; it doubles with each retry.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Characters of an error answer's body quoted in a message.
+const EXCERPT_CHARS: usize = 200;
+
+/// An OpenAI-compatible endpoint. Its `Debug` shows the configuration (never a key: the
+/// backend holds only the variable's name).
+pub struct OpenAiBackend {
+    name: String,
+    url: String,
+    model: String,
+    key_variable: Option<String>,
+    timeout: Duration,
+    retries: u32,
+    agent: ureq::Agent,
+}
+
+impl fmt::Debug for OpenAiBackend {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.debug_struct("OpenAiBackend")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key_variable", &self.key_variable)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .finish()
+    }
+}
+
+impl OpenAiBackend {
+    /// The backend `config` (a [`BackendConfig::Openai`]) describes; a usage error for another
+    /// kind, an `api_base` that is not an `http://` or `https://` URL with a host, or a
+    /// timeout that is not a positive number of seconds.
+    pub fn new(config: &BackendConfig) -> MiloResult<OpenAiBackend> {
+        let BackendConfig::Openai {
+            name,
+            api_base,
+            model,
+            api_key_env,
+            timeout_seconds,
+            retries,
+            ..
+        } = config
+        else {
+            return Err(MiloError::Usage(format!(
+                "backend '{}': not an OpenAI-compatible backend (kind = \"openai\")",
+                config.name()
+            )));
+        };
+        let base = api_base.trim_end_matches('/');
+        let has_host = ["http://", "https://"]
+            .iter()
+            .any(|scheme| base.strip_prefix(scheme).is_some_and(|h| !h.is_empty()));
+        if !has_host {
+            return Err(MiloError::Usage(format!(
+                "backend '{name}': api_base must be an http:// or https:// URL with a host, got {api_base:?}"
+            )));
+        }
+        let timeout = Duration::try_from_secs_f64(*timeout_seconds)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .ok_or_else(|| {
+                MiloError::Usage(format!(
+                    "backend '{name}': timeout_seconds must be a positive number, got {timeout_seconds}"
+                ))
+            })?;
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .user_agent(concat!("milo/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .new_agent();
+        Ok(OpenAiBackend {
+            name: name.clone(),
+            url: format!("{base}/chat/completions"),
+            model: model.clone(),
+            key_variable: api_key_env.clone(),
+            timeout,
+            retries: *retries,
+            agent,
+        })
+    }
+
+    /// The key from the configured variable (none when no variable is configured).
+    fn key(&self) -> Result<Option<Key>, LlmError> {
+        let Some(variable) = &self.key_variable else {
+            return Ok(None);
+        };
+        let unavailable = |why: &str| LlmError::Unavailable {
+            backend: self.name.clone(),
+            message: format!("the API key variable {variable} {why}"),
+        };
+        let value = std::env::var_os(variable).ok_or_else(|| unavailable("is not set"))?;
+        let value = value
+            .into_string()
+            .map_err(|_| unavailable("is not UTF-8 text"))?;
+        let value = value.trim();
+        if value.is_empty() {
+            return Err(unavailable("is empty"));
+        }
+        if !value.chars().all(|c| c.is_ascii_graphic()) {
+            return Err(unavailable(
+                "holds characters an HTTP header cannot carry (printable ASCII without spaces)",
+            ));
+        }
+        Ok(Some(Key(value.to_string())))
+    }
+
+    /// One request: the body of a 2xx answer, or why there is none.
+    fn attempt(&self, body: &[u8], key: Option<&Key>) -> Result<Vec<u8>, Failure> {
+        let mut request = self.agent.post(&self.url).content_type("application/json");
+        if let Some(key) = key {
+            request = request.header("Authorization", format!("Bearer {}", key.0));
+        }
+        let mut response = request.send(body).map_err(|e| self.transport(&e, key))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(retry_after);
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(ANSWER_CAP)
+            .read_to_vec()
+            .map_err(|e| self.transport(&e, key))?;
+        if (200..300).contains(&status) {
+            return Ok(body);
+        }
+        let excerpt = redact(&excerpt(&body), key);
+        let message = match status {
+            401 | 403 => match &self.key_variable {
+                Some(variable) => format!("the server refused the key in {variable}{excerpt}"),
+                None => format!("the server wants a key (set api_key_env){excerpt}"),
+            },
+            300..=399 => format!("the server redirects, and milo does not follow{excerpt}"),
+            _ => format!("the server answered HTTP {status}{excerpt}"),
+        };
+        let error = LlmError::Status {
+            backend: self.name.clone(),
+            status,
+            message,
+        };
+        if status == 429 || (500..600).contains(&status) {
+            Err(Failure::Transient { error, retry_after })
+        } else {
+            Err(Failure::Final(error))
+        }
+    }
+
+    /// A transport error as a failure: timeouts and lost connections are transient.
+    fn transport(&self, error: &ureq::Error, key: Option<&Key>) -> Failure {
+        let unavailable = |message: String| LlmError::Unavailable {
+            backend: self.name.clone(),
+            message: redact(&format!("{}: {message}", self.url), key),
+        };
+        let transient = |error: LlmError| Failure::Transient {
+            error,
+            retry_after: None,
+        };
+        match error {
+            ureq::Error::Timeout(_) => transient(LlmError::Timeout {
+                backend: self.name.clone(),
+                seconds: self.timeout.as_secs_f64(),
+            }),
+            ureq::Error::Io(io) if io.kind() == ErrorKind::TimedOut => {
+                transient(LlmError::Timeout {
+                    backend: self.name.clone(),
+                    seconds: self.timeout.as_secs_f64(),
+                })
+            }
+            ureq::Error::Io(io) if lost_connection(io.kind()) => {
+                transient(unavailable(format!("connection lost or refused ({io})")))
+            }
+            ureq::Error::ConnectionFailed => transient(unavailable("connection failed".into())),
+            ureq::Error::BodyExceedsLimit(limit) => Failure::Final(LlmError::Unusable {
+                backend: self.name.clone(),
+                message: format!("the answer is larger than {limit} bytes"),
+            }),
+            ureq::Error::Protocol(_) | ureq::Error::Decompress(..) => {
+                Failure::Final(LlmError::Unusable {
+                    backend: self.name.clone(),
+                    message: redact(&format!("not a readable HTTP answer: {error}"), key),
+                })
+            }
+            ureq::Error::HostNotFound => Failure::Final(unavailable("host not found".into())),
+            other => Failure::Final(unavailable(other.to_string())),
+        }
+    }
+}
+
+impl ChatBackend for OpenAiBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let key = self.key()?;
+        let body = wire::request_body(&self.model, request);
+        let mut requests: u32 = 0;
+        let answer = loop {
+            requests += 1;
+            match self.attempt(&body, key.as_ref()) {
+                Ok(answer) => break answer,
+                Err(Failure::Final(error)) => return Err(error),
+                Err(Failure::Transient { error, retry_after }) => {
+                    if requests > self.retries {
+                        return Err(error);
+                    }
+                    std::thread::sleep(wait(requests, retry_after));
+                }
+            }
+        };
+        let answer = wire::parse_answer(&answer).map_err(|message| LlmError::Unusable {
+            backend: self.name.clone(),
+            message: redact(&message, key.as_ref()),
+        })?;
+        Ok(Completion {
+            text: answer.text,
+            backend: self.name.clone(),
+            usage: Usage {
+                prompt_tokens: answer.prompt_tokens,
+                completion_tokens: answer.completion_tokens,
+                cost_usd: None,
+                requests: u64::from(requests),
+            },
+        })
+    }
+}
+
+/// Why one request gave no answer.
+enum Failure {
+    /// Worth another request (429, 5xx, timeout, lost connection), after `retry_after` if the
+    /// server named a wait.
+    Transient {
+        error: LlmError,
+        retry_after: Option<Duration>,
+    },
+    /// Another request would fare no better.
+    Final(LlmError),
+}
+
+/// An API key read for one call; its `Debug` shows no secret.
+struct Key(String);
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("Key(<redacted>)")
+    }
+}
+
+/// `text` with the key replaced by `<redacted>`.
+fn redact(text: &str, key: Option<&Key>) -> String {
+    match key {
+        Some(key) => text.replace(&key.0, "<redacted>"),
+        None => text.to_string(),
+    }
+}
+
+/// Whether an I/O error means the connection was refused, reset or dropped.
+fn lost_connection(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::ConnectionRefused
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::NotConnected
+            | ErrorKind::BrokenPipe
+            | ErrorKind::UnexpectedEof
+    )
+}
+
+/// The wait a `Retry-After` header names in seconds (capped at [`MAX_WAIT`]), if it does.
+fn retry_after(header: &str) -> Option<Duration> {
+    let seconds: f64 = header.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0)
+        .then(|| Duration::from_secs_f64(seconds.min(MAX_WAIT.as_secs_f64())))
+}
+
+/// The wait before retry number `retry` (from 1): the server's, else the doubling backoff,
+/// capped at [`MAX_WAIT`].
+fn wait(retry: u32, server: Option<Duration>) -> Duration {
+    server
+        .unwrap_or_else(|| FIRST_BACKOFF.saturating_mul(2u32.saturating_pow(retry - 1)))
+        .min(MAX_WAIT)
+}
+
+/// `": "` and the start of an error answer's body (control characters dropped), or nothing
+/// for an empty body.
+fn excerpt(body: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(body)
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(EXCERPT_CHARS)
+        .collect();
+    if text.is_empty() {
+        text
+    } else {
+        format!(": {text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_double_from_half_a_second_unless_the_server_names_one_and_are_capped() {
+        let ms = |retry, server| wait(retry, server).as_millis();
+        assert_eq!([ms(1, None), ms(2, None), ms(3, None)], [500, 1000, 2000]);
+        assert_eq!(ms(40, None), MAX_WAIT.as_millis());
+        assert_eq!(ms(3, retry_after(" 1 ")), 1000);
+        assert_eq!(retry_after("0.25"), Some(Duration::from_millis(250)));
+        assert_eq!(retry_after("86400"), Some(MAX_WAIT));
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(retry_after("-1"), None);
+    }
+
+    #[test]
+    fn a_key_is_redacted_and_never_debug_printed() {
+        let key = Key("sk-sentinel".into());
+        assert_eq!(format!("{key:?}"), "Key(<redacted>)");
+        assert_eq!(
+            redact("Bearer sk-sentinel!", Some(&key)),
+            "Bearer <redacted>!"
+        );
+        assert_eq!(excerpt(b"  \n"), "");
+        assert_eq!(excerpt(b"bad\nkey"), ": badkey");
+    }
+
+    #[test]
+    fn a_bad_configuration_is_refused_naming_the_value() {
+        let config = |api_base: &str, timeout_seconds: f64| BackendConfig::Openai {
+            name: "b".into(),
+            api_base: api_base.into(),
+            model: "m".into(),
+            api_key_env: None,
+            weight: 1.0,
+            timeout_seconds,
+            retries: 0,
+        };
+        let e = OpenAiBackend::new(&config("127.0.0.1:8080/v1", 1.0)).unwrap_err();
+        assert!(e.to_string().contains("\"127.0.0.1:8080/v1\""), "{e}");
+        let e = OpenAiBackend::new(&config("http://h/v1", -1.0)).unwrap_err();
+        assert!(e.to_string().contains("-1"), "{e}");
+        let backend = OpenAiBackend::new(&config("http://h/v1/", 1.0)).unwrap();
+        assert_eq!(backend.url, "http://h/v1/chat/completions");
+        let cli = BackendConfig::Cli {
+            name: "c".into(),
+            argv: vec!["x".into()],
+            output: Default::default(),
+            weight: 1.0,
+            timeout_seconds: 1.0,
+        };
+        assert!(OpenAiBackend::new(&cli).is_err());
+    }
+}
