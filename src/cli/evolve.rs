@@ -131,10 +131,10 @@ pub struct EvolveArgs {
     #[arg(long, value_name = "FILE")]
     agents: Option<PathBuf>,
     /// The mutator pool, comma-separated: island i starts with the i-th (cyclically), and the
-    /// orchestrator reassigns islands from this pool.
+    /// orchestrator reassigns islands from this pool (`llm` needs --agents).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = mutators::NAMES.map(String::from))]
     mutators: Vec<String>,
-    /// The orchestrator consulted when islands stall.
+    /// The orchestrator consulted when islands stall (`llm` needs --agents).
     #[arg(long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
     orchestrator: String,
     /// Where task evaluations run (`local-threads`: this process, `--jobs` threads; `slurm`: job
