@@ -169,6 +169,7 @@ fn task(seed: u64, parent: &str) -> AttemptTask {
         writer: "builtin".into(),
         harness: milo::harness::seed_harnesses()[0].to_toml(),
         library: Vec::new(),
+        agents: None,
     }
 }
 
@@ -312,6 +313,7 @@ fn long_task(seed: u64) -> AttemptTask {
         writer: "builtin".into(),
         harness: milo::harness::seed_harnesses()[0].to_toml(),
         library: Vec::new(),
+        agents: None,
     }
 }
 

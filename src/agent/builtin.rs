@@ -11,15 +11,14 @@
 //! 4. Verifies the `verify_top` best candidates exactly against the start and returns the best
 //!    one the exact scores confirm (or the start).
 
-use super::{cell_evaluations, Assignment, Attempt, OptimizerWriter, ProgramRun, Role};
+use super::ledger::{run_on, Allowance, Ledger};
+use super::{Assignment, Attempt, OptimizerWriter, Role};
 use crate::error::Result;
 use crate::harness::{Harness, RevisionBase, RunFrom};
 use crate::program::edits::{self, EditContext, EditMenu};
 use crate::program::Program;
 use crate::runner::evidence;
-use crate::runner::{
-    derive_seed, run_program_scored, trace::cpu_seconds, RunOutcome, RunSettings, Silent,
-};
+use crate::runner::trace::cpu_seconds;
 use num_rational::BigRational;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -28,112 +27,6 @@ use std::time::Instant;
 /// The deterministic, offline optimizer-writing agent.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BuiltinWriter;
-
-/// A budget in both units; `None` means unlimited in that unit.
-#[derive(Clone, Copy, Debug)]
-struct Allowance {
-    seconds: Option<f64>,
-    evaluations: Option<u64>,
-}
-
-impl Allowance {
-    fn scaled(self, share: f64) -> Allowance {
-        Allowance {
-            seconds: self.seconds.map(|s| s * share),
-            evaluations: self.evaluations.map(|e| (e as f64 * share).floor() as u64),
-        }
-    }
-
-    fn minus(self, seconds: f64, evaluations: u64) -> Allowance {
-        Allowance {
-            seconds: self.seconds.map(|s| (s - seconds).max(0.0)),
-            evaluations: self.evaluations.map(|e| e.saturating_sub(evaluations)),
-        }
-    }
-
-    fn plus(self, other: Allowance) -> Allowance {
-        Allowance {
-            seconds: self.seconds.zip(other.seconds).map(|(a, b)| a + b),
-            evaluations: self.evaluations.zip(other.evaluations).map(|(a, b)| a + b),
-        }
-    }
-
-    /// Whether nothing is left in some limited unit.
-    fn is_empty(self) -> bool {
-        self.seconds.is_some_and(|s| s <= 0.0) || self.evaluations == Some(0)
-    }
-
-    /// Whether `self` is below `fraction` of `of` in some limited unit.
-    fn below(self, fraction: f64, of: Allowance) -> bool {
-        let seconds = self
-            .seconds
-            .zip(of.seconds)
-            .is_some_and(|(a, b)| a < fraction * b);
-        let evaluations = self
-            .evaluations
-            .zip(of.evaluations)
-            .is_some_and(|(a, b)| (a as f64) < fraction * b as f64);
-        seconds || evaluations
-    }
-}
-
-/// Everything the agent ran: the runs, the candidates they produced, and the totals.
-#[derive(Default)]
-struct Ledger {
-    runs: Vec<ProgramRun>,
-    candidates: Vec<Candidate>,
-    evaluations: u64,
-    work: f64,
-}
-
-impl Ledger {
-    /// Records a program's outcome as a run and a candidate; whether it beats candidate `best`
-    /// by float score (without one, whether the exact scores confirm an improvement).
-    fn record(
-        &mut self,
-        problem: &dyn crate::problems::Problem,
-        role: Role,
-        edits: Vec<String>,
-        program: Program,
-        outcome: RunOutcome,
-        best: Option<usize>,
-    ) -> bool {
-        self.evaluations += outcome.evaluations;
-        self.work += cell_evaluations(&outcome);
-        let score = problem.score_fast(&outcome.best).value;
-        let new_best = match best {
-            Some(i) => problem
-                .spec()
-                .direction
-                .better(&score, &self.candidates[i].score),
-            None => outcome.improved,
-        };
-        self.runs.push(ProgramRun {
-            role,
-            edits,
-            score,
-            new_best,
-            evaluations: outcome.evaluations,
-            seconds: outcome.seconds,
-        });
-        self.candidates.push(Candidate {
-            values: outcome.best,
-            exact: outcome.best_exact,
-            score,
-            program,
-        });
-        new_best
-    }
-}
-
-/// A construction the agent may return, with the program that made it.
-struct Candidate {
-    values: Vec<f64>,
-    /// Exact score of `values` (the runner's verification of its result).
-    exact: BigRational,
-    score: f64,
-    program: Program,
-}
 
 impl OptimizerWriter for BuiltinWriter {
     fn name(&self) -> &str {
@@ -144,26 +37,14 @@ impl OptimizerWriter for BuiltinWriter {
         let started = Instant::now();
         let cpu_started = cpu_seconds();
         let problem = task.problem;
-        let direction = problem.spec().direction;
         let mut rng = ChaCha8Rng::seed_from_u64(task.seed);
-        let total = Allowance {
-            seconds: task.seconds,
-            evaluations: task.evaluations,
-        };
-        let run = |program: &Program,
-                   from: &[f64],
-                   from_exact: &BigRational,
-                   allowance: Allowance,
-                   index: u64| {
-            let settings = RunSettings {
-                seed: derive_seed(task.seed, index),
-                seconds: allowance.seconds,
-                evaluations: allowance.evaluations,
-                jobs: 1,
-                cancel: task.cancel.clone(),
-            };
-            run_program_scored(problem, from, from_exact, program, &settings, &mut Silent)
-        };
+        let total = Allowance::of(task);
+        let run =
+            |program: &Program,
+             from: &[f64],
+             from_exact: &BigRational,
+             allowance: Allowance,
+             index: u64| { run_on(task, program, from, from_exact, allowance, index) };
 
         let mut ledger = Ledger::default();
         let minimal = run(
@@ -261,54 +142,13 @@ impl OptimizerWriter for BuiltinWriter {
             ledger.record(problem, Role::Reserve, vec![], program, outcome, Some(best));
         }
 
-        let Ledger {
-            runs,
-            mut candidates,
-            evaluations,
-            work,
-        } = ledger;
-        // Best first by float score (stable: earlier candidates win ties), then exactly.
-        let mut order: Vec<usize> = (0..candidates.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (x, y) = (candidates[a].score, candidates[b].score);
-            if direction.better(&x, &y) {
-                std::cmp::Ordering::Less
-            } else if direction.better(&y, &x) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
-        // Each candidate's exact score is the runner's verification of it: no re-scoring.
-        let chosen = order
-            .iter()
-            .take(harness.verify_top)
-            .copied()
-            .find(|&i| direction.better(&candidates[i].exact, task.start_exact));
-        let (best, best_exact, improved, best_program) = match chosen {
-            Some(i) => {
-                let c = candidates.swap_remove(i);
-                (c.values, c.exact, true, c.program)
-            }
-            None => (
-                task.start.to_vec(),
-                task.start_exact.clone(),
-                false,
-                task.parent.clone(),
-            ),
-        };
-        Ok(Attempt {
-            best,
-            best_exact,
-            improved,
-            best_program,
-            evidence: found,
-            runs,
-            evaluations,
-            work,
-            seconds: started.elapsed().as_secs_f64(),
-            cpu_seconds: cpu_seconds() - cpu_started,
-        })
+        Ok(ledger.finish(
+            task,
+            harness.verify_top,
+            found,
+            started.elapsed().as_secs_f64(),
+            cpu_seconds() - cpu_started,
+        ))
     }
 }
 

@@ -3,20 +3,27 @@
 //! An [`OptimizerWriter`] takes a harness (its policy) and an [`Assignment`] (a problem, a start
 //! construction, a parent program, a budget and a seed) and returns an [`Attempt`]: the best
 //! construction it could make, verified exactly, with the programs it wrote and ran. The
-//! built-in writer ([`BuiltinWriter`]) interprets the harness deterministically; an LLM-backed
-//! writer implements the same trait. [`VerbatimWriter`] runs the parent program unchanged (the
-//! agent of baselines that evolve programs, not harnesses).
+//! built-in writer ([`BuiltinWriter`]) interprets the harness deterministically; the LLM writer
+//! ([`LlmWriter`]) asks a language model for revised programs under the harness's `[llm]`
+//! policy. [`VerbatimWriter`] runs the parent program unchanged (the agent of baselines that
+//! evolve programs, not harnesses).
 
 mod builtin;
 pub mod exact_text;
+mod ledger;
+mod llm_answer;
+mod llm_writer;
 mod verbatim;
 
 pub use builtin::BuiltinWriter;
+pub use llm_answer::extract_block;
+pub use llm_writer::LlmWriter;
 pub use verbatim::VerbatimWriter;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
 use crate::harness::{Evidence, Harness};
+use crate::llm::{AgentsConfig, Usage};
 use crate::problems::Problem;
 use crate::program::Program;
 use num_rational::BigRational;
@@ -71,6 +78,22 @@ pub struct ProgramRun {
     pub evaluations: u64,
     /// Wall seconds.
     pub seconds: f64,
+    /// Why the revision produced no construction (the model's answer held no program, the
+    /// program was invalid, or its run failed); absent for a program that ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The model's answer behind a revision: its backend and the first 16 hex digits of the
+    /// sha256 of its text (absent for programs no model wrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Tokens (and dollars) the model spent on this revision.
+    #[serde(default, skip_serializing_if = "no_usage")]
+    pub usage: Usage,
+}
+
+/// Whether `usage` is empty (nothing asked of a model).
+pub fn no_usage(usage: &Usage) -> bool {
+    *usage == Usage::default()
 }
 
 /// What an agent returns for one assignment (serialisable: exact scores as `p/q` text, floats
@@ -99,16 +122,30 @@ pub struct Attempt {
     pub seconds: f64,
     /// CPU seconds of the thread that did the work.
     pub cpu_seconds: f64,
+    /// Tokens (and dollars) spent asking models, over every request (none for offline writers).
+    #[serde(default, skip_serializing_if = "no_usage")]
+    pub usage: Usage,
 }
 
-/// Names of the built-in writers, as [`writer_by_name`] knows them.
-pub const WRITER_NAMES: [&str; 2] = ["builtin", "verbatim"];
+/// Names of the writers [`writer_by_name`] knows.
+pub const WRITER_NAMES: [&str; 3] = ["builtin", "verbatim", "llm"];
 
-/// The built-in writer called `name`, or a usage error naming it and listing the known ones.
-pub fn writer_by_name(name: &str) -> Result<Box<dyn OptimizerWriter>> {
+/// The writer called `name`, or a usage error naming it and listing the known ones. The LLM
+/// writer (`llm`) draws on the `[writer]` pool of `agents` (the run's agents file); without one
+/// it is a usage error naming `--agents`.
+pub fn writer_by_name(
+    name: &str,
+    agents: Option<&AgentsConfig>,
+) -> Result<Box<dyn OptimizerWriter>> {
     match name {
         "builtin" => Ok(Box::new(BuiltinWriter)),
         "verbatim" => Ok(Box::new(VerbatimWriter)),
+        "llm" => match agents {
+            Some(agents) => Ok(Box::new(LlmWriter::new(agents.pool("writer")?))),
+            None => Err(MiloError::Usage(
+                "writer 'llm' needs an agents file with a [writer] pool (--agents FILE)".into(),
+            )),
+        },
         _ => Err(MiloError::Usage(format!(
             "unknown writer '{name}' (known: {})",
             WRITER_NAMES.join(", ")

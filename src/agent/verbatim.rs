@@ -45,6 +45,9 @@ impl OptimizerWriter for VerbatimWriter {
             new_best: outcome.improved,
             evaluations: outcome.evaluations,
             seconds: outcome.seconds,
+            error: None,
+            reply: None,
+            usage: Default::default(),
         };
         Ok(Attempt {
             best: outcome.best.clone(),
@@ -57,6 +60,7 @@ impl OptimizerWriter for VerbatimWriter {
             work: cell_evaluations(&outcome),
             seconds: started.elapsed().as_secs_f64(),
             cpu_seconds: cpu_seconds() - cpu_started,
+            usage: Default::default(),
         })
     }
 }

@@ -320,7 +320,7 @@ impl Bench {
                 jobs,
                 cancel: cancel.clone(),
                 quality: self.config.quality,
-                cost: default_cost_measure(&self.suite),
+                cost: default_cost_measure(&self.suite, "builtin"),
                 promote: self.config.promote_discoveries,
                 executor: &self.config.executor,
                 slurm: self.config.slurm.clone(),

@@ -164,6 +164,7 @@ mod tests {
             work: 1.0,
             cpu_seconds: 1.0,
             wall_seconds: 1.0,
+            usage: Default::default(),
             evidence: vec![],
             edits: vec![],
             best_program: None,

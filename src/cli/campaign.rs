@@ -208,7 +208,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         seed: args.seed,
         patience: 3,
         quality: Quality::Best,
-        cost: default_cost_measure(&suite),
+        cost: default_cost_measure(&suite, "builtin"),
         attempts: 1,
         writer: "builtin".into(),
         mutators: mutators::NAMES.map(String::from).to_vec(),

@@ -1,11 +1,13 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
 use super::search_status::{best_result, SearchStatus, LOG_FILE};
+use crate::agent::writer_by_name;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::executor::slurm::DEFAULT_PILOT_STALE_SECONDS;
 use crate::executor::SlurmOptions;
+use crate::llm::AgentsConfig;
 use crate::optimize::budget::MAX_SECONDS;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
@@ -119,14 +121,20 @@ pub struct EvolveArgs {
     /// Attempts per task in each evaluation.
     #[arg(long, default_value_t = 1)]
     attempts: usize,
-    /// The agent that writes optimizer programs (`builtin`, or `verbatim`: the parent unchanged).
+    /// The agent that writes optimizer programs (`builtin`; `verbatim`: the parent unchanged;
+    /// `llm`: a language model from the agents file's [writer] pool, needs --agents).
     #[arg(long, value_name = "NAME", default_value = "builtin")]
     writer: String,
+    /// The agents file (TOML): LLM backends and the pools of the writer, mutator and
+    /// orchestrator roles; needed by `--writer llm`, the `llm` mutator and `--orchestrator llm`.
+    /// Recorded in the run (it names key variables, never keys), so --resume needs it no more.
+    #[arg(long, value_name = "FILE")]
+    agents: Option<PathBuf>,
     /// The mutator pool, comma-separated: island i starts with the i-th (cyclically), and the
-    /// orchestrator reassigns islands from this pool.
+    /// orchestrator reassigns islands from this pool (`llm` needs --agents).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = mutators::NAMES.map(String::from))]
     mutators: Vec<String>,
-    /// The orchestrator consulted when islands stall.
+    /// The orchestrator consulted when islands stall (`llm` needs --agents).
     #[arg(long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
     orchestrator: String,
     /// Where task evaluations run (`local-threads`: this process, `--jobs` threads; `slurm`: job
@@ -149,7 +157,7 @@ pub struct EvolveArgs {
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "promote_discoveries"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "promote_discoveries"])]
     resume: Option<PathBuf>,
 }
 
@@ -205,6 +213,17 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
             )));
         }
     }
+    let agents = match &args.agents {
+        Some(path) => Some(AgentsConfig::load(path)?),
+        None => {
+            check_llm_parts_have_agents(args)?;
+            None
+        }
+    };
+    if args.writer == LLM {
+        // The writer's pool, checked before anything is written.
+        writer_by_name(&args.writer, agents.as_ref())?;
+    }
     let dir = args.run_dir.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         PathBuf::from("runs").join(format!("evolve-{}", now.replace(':', "-")))
@@ -228,7 +247,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         seed: args.seed,
         patience: args.patience,
         quality: args.quality,
-        cost: default_cost_measure(&suite),
+        cost: default_cost_measure(&suite, &args.writer),
         attempts: args.attempts,
         writer: args.writer.clone(),
         mutators: args.mutators.clone(),
@@ -240,10 +259,30 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,
         promote_discoveries: args.promote_discoveries,
-        agents: None,
+        agents,
     };
     Search::start(&dir, config, args.jobs, cancel)
 }
+
+/// A usage error naming the first part that asks a language model (`--writer llm`, the `llm`
+/// mutator, `--orchestrator llm`) when no agents file is given.
+fn check_llm_parts_have_agents(args: &EvolveArgs) -> Result<()> {
+    let part = if args.writer == LLM {
+        "--writer llm"
+    } else if args.mutators.iter().any(|m| m == LLM) {
+        "the llm mutator (--mutators ...,llm)"
+    } else if args.orchestrator == LLM {
+        "--orchestrator llm"
+    } else {
+        return Ok(());
+    };
+    Err(MiloError::Usage(format!(
+        "{part} needs an agents file: --agents FILE (its backends and role pools)"
+    )))
+}
+
+/// The name of every part that asks a language model.
+const LLM: &str = "llm";
 
 /// Prints the run's summary on standard output: why it stopped, the nodes, each island's best
 /// beside its validation, the best construction and where `best.json`, the discoveries, the

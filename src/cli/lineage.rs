@@ -45,6 +45,8 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
                     "latency": n.evaluation.fitness.latency,
                     "evidence": n.evidence,
                     "usage": (!n.usage.is_zero()).then_some(n.usage),
+                    "tokens": n.evaluation.usage().tokens(),
+                    "cost_usd": n.evaluation.usage().cost_usd,
                 })
             })
             .collect();
@@ -73,8 +75,14 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             config.cost
         )?;
     }
+    // Tokens where a writer asked a language model.
+    let tokens = state.config.as_ref().is_some_and(|c| c.writer == "llm")
+        || state
+            .nodes
+            .iter()
+            .any(|n| n.evaluation.usage().tokens() > 0);
     out!(
-        "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9} {:>9} {:>8}  verdict",
+        "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9} {:>9} {:>8}{}  verdict",
         "node",
         "island",
         "round",
@@ -82,12 +90,17 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         "parents",
         "quality",
         "cost",
-        "latency"
+        "latency",
+        if tokens { "     tokens" } else { "" }
     )?;
     for n in &state.nodes {
         let f = n.evaluation.fitness;
+        let spent = match tokens {
+            true => format!(" {:>10}", n.evaluation.usage().tokens()),
+            false => String::new(),
+        };
         out!(
-            "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9.3} {:>9.2} {:>8.2}  {}: {}",
+            "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9.3} {:>9.2} {:>8.2}{spent}  {}: {}",
             n.id,
             n.island,
             n.round,

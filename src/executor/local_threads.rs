@@ -14,7 +14,8 @@ pub struct LocalThreads {
 }
 
 impl LocalThreads {
-    /// An executor with `jobs` threads (at least 1) and the built-in writers.
+    /// An executor with `jobs` threads (at least 1) and the writers of the registry (an LLM
+    /// writer built from each task's agents file).
     pub fn new(jobs: usize) -> LocalThreads {
         LocalThreads {
             jobs: jobs.max(1),
@@ -33,7 +34,11 @@ impl LocalThreads {
     fn run_one(&self, task: &AttemptTask, cancel: &CancelToken) -> Result<Attempt> {
         match self.writers.iter().find(|w| w.name() == task.writer) {
             Some(writer) => solve(writer.as_ref(), task, cancel),
-            None => solve(writer_by_name(&task.writer)?.as_ref(), task, cancel),
+            None => solve(
+                writer_by_name(&task.writer, task.agents.as_ref())?.as_ref(),
+                task,
+                cancel,
+            ),
         }
     }
 }

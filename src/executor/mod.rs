@@ -20,6 +20,7 @@ use crate::agent::{exact_text, Assignment, Attempt, OptimizerWriter};
 use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::harness::Harness;
+use crate::llm::AgentsConfig;
 use crate::problems;
 use crate::program::Program;
 use num_rational::BigRational;
@@ -52,6 +53,10 @@ pub struct AttemptTask {
     pub harness: String,
     /// Programs that produced gains earlier in the lineage, as TOML (for crossover edits).
     pub library: Vec<String>,
+    /// The run's agents file, for a writer that asks language models (it holds no key, only
+    /// the names of key variables), so a worker process builds the same backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<AgentsConfig>,
 }
 
 /// Runs batches of attempt tasks.
@@ -124,6 +129,7 @@ mod tests {
             writer: "builtin".into(),
             harness: crate::harness::seed_harnesses()[0].to_toml(),
             library: vec![program.to_toml()],
+            agents: None,
         };
         let text = serde_json::to_string(&task).unwrap();
         let back: AttemptTask = serde_json::from_str(&text).unwrap();
@@ -144,11 +150,25 @@ mod tests {
                 new_best: true,
                 evaluations: 42,
                 seconds: 0.125,
+                error: Some("no ```toml block".into()),
+                reply: Some("local 0123456789abcdef".into()),
+                usage: crate::llm::Usage {
+                    prompt_tokens: 120,
+                    completion_tokens: 30,
+                    cost_usd: Some(0.25),
+                    requests: 2,
+                },
             }],
             evaluations: 42,
             work: 1e6 / 3.0,
             seconds: 0.3,
             cpu_seconds: 0.29,
+            usage: crate::llm::Usage {
+                prompt_tokens: 120,
+                completion_tokens: 30,
+                cost_usd: None,
+                requests: 2,
+            },
         };
         let text = serde_json::to_string(&attempt).unwrap();
         let back: Attempt = serde_json::from_str(&text).unwrap();

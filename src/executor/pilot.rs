@@ -371,6 +371,7 @@ mod tests {
             writer: "builtin".into(),
             harness: String::new(),
             library: Vec::new(),
+            agents: None,
         }
     }
 

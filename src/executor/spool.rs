@@ -189,7 +189,7 @@ pub fn work(task_file: &Path, result_file: &Path) -> Result<()> {
         path: task_file.to_path_buf(),
         message: format!("not an attempt task: {e}"),
     })?;
-    let outcome = writer_by_name(&task.writer)
+    let outcome = writer_by_name(&task.writer, task.agents.as_ref())
         .and_then(|writer| solve(writer.as_ref(), &task, &CancelToken::new()));
     let result = match outcome {
         Ok(attempt) => WorkerResult::Done(Box::new(attempt)),

@@ -11,6 +11,13 @@
 //!
 //! A harness must be general: [`Harness::check_general`] rejects one that names a task, a start
 //! or a file of the suite, or embeds construction data.
+//!
+//! An optional `[llm]` section ([`LlmPolicy`]) holds the LLM writer's prompts and context policy;
+//! the built-in writer ignores it, and a harness without one serialises as before.
+
+mod llm_policy;
+
+pub use llm_policy::{render, LlmPolicy, OutputKind, PLACEHOLDERS};
 
 use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::error::{MiloError, Result};
@@ -98,6 +105,10 @@ pub struct Harness {
     /// Diagnosis rules, applied in order (boosts multiply).
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// The LLM writer's prompts and context policy (the built-in writer ignores it; the LLM
+    /// writer uses the default of [`llm_writer_harness`] without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmPolicy>,
 }
 
 /// Largest number array a harness may hold: longer ones are construction data, not policy.
@@ -204,6 +215,9 @@ impl Harness {
                 return Err(format!("rules[{i}].prefer: names no edit"));
             }
         }
+        if let Some(llm) = &self.llm {
+            llm.check()?;
+        }
         Ok(())
     }
 
@@ -261,6 +275,7 @@ impl Harness {
             },
             menu: EditKind::ALL.iter().map(|&k| (k, 1.0)).collect(),
             rules: Vec::new(),
+            llm: None,
         }
     }
 
@@ -292,6 +307,14 @@ impl Harness {
 /// The TOML key of an edit kind.
 pub fn kind_key(kind: EditKind) -> String {
     toml::Value::try_from(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The TOML key of an evidence kind (`stalled`, `dead_cells`…).
+pub fn evidence_key(evidence: Evidence) -> String {
+    toml::Value::try_from(evidence)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
@@ -350,6 +373,34 @@ pub fn seed_harnesses() -> Vec<Harness> {
         }
     })
     .collect()
+}
+
+/// The seed harness of the LLM writer (`problems/harnesses/llm-writer.toml`), embedded.
+pub fn llm_writer_harness() -> Harness {
+    let origin = Path::new("problems/harnesses/llm-writer.toml");
+    match Harness::parse(
+        include_str!("../../problems/harnesses/llm-writer.toml"),
+        origin,
+    ) {
+        Ok(h) => h,
+        Err(e) => panic!("embedded seed harness is broken: {e}"),
+    }
+}
+
+/// The seed harnesses a run of `writer` starts its islands from: for the LLM writer, its own
+/// seed harness first, then the built-in seeds, each given its `[llm]` section (so the prompts
+/// are part of every harness the mutators evolve); for other writers, [`seed_harnesses`].
+pub fn seed_harnesses_for(writer: &str) -> Vec<Harness> {
+    if writer != "llm" {
+        return seed_harnesses();
+    }
+    let first = llm_writer_harness();
+    let mut seeds = seed_harnesses();
+    for seed in &mut seeds {
+        seed.llm = first.llm.clone();
+    }
+    seeds.insert(0, first);
+    seeds
 }
 
 #[cfg(test)]
@@ -443,6 +494,56 @@ mod tests {
         assert!(err(&bad.to_toml()).contains("menu"));
         let text = base.to_toml().replace("[menu]", "[menu]\nteleport = 1.0");
         assert!(err(&text).contains("teleport"));
+        let llm = llm_writer_harness();
+        for (key, bad) in [
+            ("tries", "tries = 9"),
+            ("max_tokens", "max_tokens = 3"),
+            ("temperature", "temperature = 5.0"),
+            ("library_programs", "library_programs = 20"),
+        ] {
+            let name = bad.split(' ').next().unwrap();
+            let text: String = llm
+                .to_toml()
+                .lines()
+                .filter(|l| !l.starts_with(&format!("{name} =")))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                .replace("[llm]\n", &format!("[llm]\n{bad}\n"));
+            let e = err(&text);
+            assert!(e.contains(&format!("llm.{key}")), "{key}: {e}");
+        }
+        let text = llm.to_toml().replace("[llm]", "[llm]\nmodel = \"x\"");
+        assert!(err(&text).contains("model"));
+    }
+
+    #[test]
+    fn the_llm_section_round_trips_and_leaves_other_harnesses_unchanged() {
+        let llm = llm_writer_harness();
+        assert!(llm.llm.is_some());
+        let back = Harness::parse(&llm.to_toml(), Path::new("x")).unwrap();
+        assert_eq!(back, llm);
+        // A harness without [llm] writes no trace of it: its text and hash stay as they were.
+        for seed in seed_harnesses() {
+            assert!(!seed.to_toml().contains("llm"));
+        }
+        let with = seed_harnesses_for("llm");
+        assert_eq!(with.len(), 4);
+        assert!(with.iter().all(|h| h.llm.is_some()));
+        assert_eq!(seed_harnesses_for("builtin"), seed_harnesses());
+        // Prompts are part of behaviour, and of generality.
+        let mut other = llm.clone();
+        other.llm.as_mut().unwrap().tries += 1;
+        assert!(!llm.same_behaviour(&other, &[]));
+        let mut sneaky = llm.clone();
+        sneaky
+            .llm
+            .as_mut()
+            .unwrap()
+            .task
+            .push_str(" alphaevolve/third-default/s1");
+        assert!(sneaky
+            .check_general(&["alphaevolve/third-default/s1".to_string()])
+            .is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::progress::{best_so_far, node_best};
 use crate::bench::results::BenchResults;
 use crate::exact::rational::{decimal_of_f64, decimal_string, parse_decimal, to_f64};
 use crate::problems::spec::{Direction, KnownRecord};
-use crate::search::evaluation::{CostMeasure, Evaluation};
+use crate::search::evaluation::Evaluation;
 use crate::search::lineage::{Move, NodeRecord, RunConfig};
 use crate::search::state::SearchState;
 use crate::suite::Suite;
@@ -420,10 +420,7 @@ pub fn run_data(state: &SearchState, suite: &Suite, config: &RunConfig) -> RunDa
         kind: "run",
         problem: spec.slug.clone(),
         direction: direction_word(direction),
-        cost_unit: match config.cost {
-            CostMeasure::Measured => "CPU s",
-            CostMeasure::Counted => "M cell-evaluations",
-        },
+        cost_unit: config.cost.cost_unit(),
         arena_first: spec.arena_first().map(Reference::arena),
         record: Reference {
             label: format!("suite record ({})", suite.name),
@@ -575,6 +572,7 @@ mod tests {
     use super::*;
     use crate::bench::results::{Batch, CurvePoint, RunSummary};
     use crate::search::admission::Verdict;
+    use crate::search::evaluation::CostMeasure;
     use crate::search::evaluation::TaskResult;
     use crate::search::hypervolume::Fitness;
     use crate::search::lineage::{EventRecord, LineageRecord};
@@ -591,6 +589,7 @@ mod tests {
             work: 100.0,
             cpu_seconds: 0.5,
             wall_seconds: 0.5,
+            usage: Default::default(),
             evidence: Vec::new(),
             edits: vec![format!("Revision on {id}")],
             best_program: program.map(str::to_string),

@@ -6,7 +6,7 @@
 //! point adapted to the two (see [`super::hypervolume::reference_for`]) and says why in words,
 //! with the cost in its true unit.
 
-use super::evaluation::{CostMeasure, Evaluation, TaskResult};
+use super::evaluation::{CostMeasure, Evaluation};
 use super::hypervolume::{hypervolume, reference_for};
 use serde::{Deserialize, Serialize};
 
@@ -38,14 +38,6 @@ fn paired(differences: &[f64]) -> (f64, f64) {
     }
     let variance = differences.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
     (mean, (variance / n as f64).sqrt())
-}
-
-/// A task's cost in `measure`'s unit.
-fn task_cost(task: &TaskResult, measure: CostMeasure) -> f64 {
-    match measure {
-        CostMeasure::Measured => task.cpu_seconds,
-        CostMeasure::Counted => task.work / 1e6,
-    }
 }
 
 /// Decides whether `child` joins its parent's island, both evaluated on the same tasks (in the
@@ -83,7 +75,7 @@ pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> V
         .tasks
         .iter()
         .zip(&child.tasks)
-        .map(|(p, c)| task_cost(p, measure) - task_cost(c, measure))
+        .map(|(p, c)| measure.task_cost(p) - measure.task_cost(c))
         .collect();
     let (gain, gain_error) = paired(&gains);
     let (saving, saving_error) = paired(&savings);
@@ -113,6 +105,7 @@ pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::evaluation::TaskResult;
     use crate::search::hypervolume::Fitness;
     use crate::suite::Split;
 
@@ -132,6 +125,7 @@ mod tests {
                 work,
                 cpu_seconds: 0.0,
                 wall_seconds: 0.0,
+                usage: Default::default(),
                 evidence: vec![],
                 edits: vec![],
                 best_program: None,

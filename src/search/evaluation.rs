@@ -8,12 +8,13 @@
 //! as a [`Discovery`]; the search saves those that beat the suite's record or the run's best.
 
 use super::hypervolume::Fitness;
-use crate::agent::Attempt;
+use crate::agent::{no_usage, Attempt};
 use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::exact::rational::{decimal_string, to_f64};
 use crate::executor::{AttemptTask, Executor};
 use crate::harness::{Evidence, Harness};
+use crate::llm::{AgentsConfig, Usage};
 use crate::problems::Problem;
 use crate::program::Program;
 use crate::runner::derive_seed;
@@ -43,6 +44,11 @@ pub enum CostMeasure {
     /// size): summed over tasks (cost) and the largest single task (latency, the critical path
     /// when tasks run in parallel). Machine-independent, so reproducible bit for bit.
     Counted,
+    /// Prompt plus completion tokens a writer spent asking language models: summed over tasks
+    /// (cost) and the largest single task (latency: a task's requests are sequential, tasks run
+    /// in parallel, and tokens stand in for the time a model takes). The default for the LLM
+    /// writer.
+    Tokens,
 }
 
 impl CostMeasure {
@@ -51,6 +57,7 @@ impl CostMeasure {
         match self {
             CostMeasure::Measured => "CPU s",
             CostMeasure::Counted => "M cell-evaluations",
+            CostMeasure::Tokens => "tokens",
         }
     }
 
@@ -59,6 +66,16 @@ impl CostMeasure {
         match self {
             CostMeasure::Measured => "wall s",
             CostMeasure::Counted => "M cell-evaluations",
+            CostMeasure::Tokens => "tokens",
+        }
+    }
+
+    /// A task's cost in this measure's unit.
+    pub fn task_cost(self, task: &TaskResult) -> f64 {
+        match self {
+            CostMeasure::Measured => task.cpu_seconds,
+            CostMeasure::Counted => task.work / 1e6,
+            CostMeasure::Tokens => task.usage.tokens() as f64,
         }
     }
 }
@@ -77,6 +94,8 @@ pub struct EvaluationSettings<'a> {
     pub cost: CostMeasure,
     /// Programs that produced gains earlier in the lineage (for crossover edits).
     pub library: &'a [Program],
+    /// The run's agents file, for a writer that asks language models.
+    pub agents: Option<&'a AgentsConfig>,
 }
 
 /// One task's result under a harness.
@@ -100,9 +119,14 @@ pub struct TaskResult {
     pub cpu_seconds: f64,
     /// Wall seconds over all attempts.
     pub wall_seconds: f64,
+    /// Tokens (and dollars, where reported) a writer spent asking models, over all attempts
+    /// (absent for offline writers).
+    #[serde(default, skip_serializing_if = "no_usage")]
+    pub usage: Usage,
     /// Evidence the agent read off the parent's run (best attempt).
     pub evidence: Vec<Evidence>,
-    /// Edits of the programs the best attempt ran, one line per program.
+    /// Edits of the programs the best attempt ran, one line per program (with the error of a
+    /// revision that produced nothing).
     pub edits: Vec<String>,
     /// The program that produced the best attempt's construction, as TOML, when it improved.
     pub best_program: Option<String>,
@@ -208,6 +232,7 @@ pub fn evaluate(
                 writer: settings.writer.to_string(),
                 harness: harness_text.clone(),
                 library: library.clone(),
+                agents: settings.agents.cloned(),
             }
         })
         .collect();
@@ -260,11 +285,18 @@ pub fn evaluate(
             work: attempts.iter().map(|(_, x)| x.work).sum(),
             cpu_seconds: attempts.iter().map(|(_, x)| x.cpu_seconds).sum(),
             wall_seconds: attempts.iter().map(|(_, x)| x.seconds).sum(),
+            usage: attempts.iter().fold(Usage::default(), |mut sum, (_, x)| {
+                sum += x.usage;
+                sum
+            }),
             evidence: best.evidence.clone(),
             edits: best
                 .runs
                 .iter()
-                .map(|r| format!("{:?}: {}", r.role, r.edits.join("; ")))
+                .map(|r| match &r.error {
+                    None => format!("{:?}: {}", r.role, r.edits.join("; ")),
+                    Some(e) => format!("{:?}: {} (failed: {e})", r.role, r.edits.join("; ")),
+                })
                 .collect(),
             best_program: best.improved.then(|| best.best_program.to_toml()),
             construction: None,
@@ -281,6 +313,14 @@ impl Evaluation {
     /// CPU seconds its tasks took: what a benchmark's CPU budget counts.
     pub fn cpu_seconds(&self) -> f64 {
         self.tasks.iter().map(|t| t.cpu_seconds).sum()
+    }
+
+    /// Tokens (and dollars) its tasks spent asking models.
+    pub fn usage(&self) -> Usage {
+        self.tasks.iter().fold(Usage::default(), |mut sum, t| {
+            sum += t.usage;
+            sum
+        })
     }
 
     /// CPU seconds this evaluation spent (0 when it was reused from the lineage).
@@ -317,6 +357,10 @@ fn summarise(tasks: Vec<TaskResult>, quality: Quality, cost: CostMeasure, wall: 
         CostMeasure::Counted => (
             tasks.iter().map(|t| t.work).sum::<f64>() / 1e6,
             tasks.iter().map(|t| t.work).fold(0.0, f64::max) / 1e6,
+        ),
+        CostMeasure::Tokens => (
+            tasks.iter().map(|t| t.usage.tokens()).sum::<u64>() as f64,
+            tasks.iter().map(|t| t.usage.tokens()).max().unwrap_or(0) as f64,
         ),
     };
     Evaluation {

@@ -43,7 +43,7 @@ impl Parts {
     /// finds the writer by name itself), the executor with `jobs` threads, its spool (if it
     /// spools) in the run directory `dir`.
     pub fn named(config: &RunConfig, jobs: usize, dir: &Path) -> Result<Parts> {
-        writer_by_name(&config.writer)?;
+        writer_by_name(&config.writer, config.agents.as_ref())?;
         check_store(&config.lineage_store)?;
         let mut names: Vec<&str> = Vec::new();
         for name in &config.mutators {
@@ -194,11 +194,13 @@ mod tests {
         );
         let e = err(check_store("sqlite"));
         assert!(e.contains("'sqlite'") && e.contains("jsonl"), "{e}");
-        let e = err(writer_by_name("gpt").map(|_| ()));
+        let e = err(writer_by_name("gpt", None).map(|_| ()));
         assert!(
-            e.contains("'gpt'") && e.contains("builtin, verbatim"),
+            e.contains("'gpt'") && e.contains("builtin, verbatim, llm"),
             "{e}"
         );
+        let e = err(writer_by_name("llm", None).map(|_| ()));
+        assert!(e.contains("--agents"), "{e}");
         for name in mutators::KNOWN {
             assert_eq!(mutator(name, None).unwrap().name(), name);
         }

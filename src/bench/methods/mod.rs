@@ -93,6 +93,7 @@ impl RunContext<'_> {
             quality: self.quality,
             cost: self.cost,
             library,
+            agents: None,
         };
         let executor = parts::executor(
             self.executor,

@@ -365,9 +365,13 @@ pub fn diff(before: &str, after: &str) -> String {
         .to_string()
 }
 
-/// Whether a stored evaluation used counted (reproducible) cost.
-pub fn default_cost_measure(suite: &Suite) -> CostMeasure {
-    if suite.budget.seconds.is_none() {
+/// The cost measure of a run of `writer` on `suite`: tokens for the LLM writer (what its work
+/// costs), else counted (reproducible) work when the suite's budgets are evaluations and
+/// measured CPU seconds when they are seconds.
+pub fn default_cost_measure(suite: &Suite, writer: &str) -> CostMeasure {
+    if writer == "llm" {
+        CostMeasure::Tokens
+    } else if suite.budget.seconds.is_none() {
         CostMeasure::Counted
     } else {
         CostMeasure::Measured

@@ -3,7 +3,7 @@
 
 use super::{diff, Search, SearchObserver};
 use crate::error::Result;
-use crate::harness::{seed_harnesses, Evidence, Harness};
+use crate::harness::{seed_harnesses_for, Evidence, Harness};
 use crate::llm::Usage;
 use crate::program::Program;
 use crate::records::unix_seconds;
@@ -107,6 +107,7 @@ impl Search {
             quality: config.quality,
             cost: config.cost,
             library: &library,
+            agents: config.agents.as_ref(),
         };
         let evaluated = evaluate(
             self.parts.executor.as_ref(),
@@ -208,7 +209,7 @@ impl Search {
         island: usize,
         observer: &mut dyn SearchObserver,
     ) -> Result<()> {
-        let seeds = seed_harnesses();
+        let seeds = seed_harnesses_for(&self.config().writer);
         let harness = seeds[island % seeds.len()].clone();
         let id = self.state.next_node_id();
         let tasks = self.tasks_of_round(0);

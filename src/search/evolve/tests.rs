@@ -61,6 +61,7 @@ impl OptimizerWriter for ScriptedWriter {
             work,
             seconds: 0.0,
             cpu_seconds: 0.0,
+            usage: Default::default(),
         })
     }
 }

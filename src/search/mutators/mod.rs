@@ -444,6 +444,7 @@ pub(crate) mod fixtures {
                 evaluations: 1000,
                 cpu_seconds: 10.0,
                 wall_seconds: 10.0,
+                usage: Default::default(),
                 work: 1e6,
                 evidence: evidence.get(i).map(|e| e.to_vec()).unwrap_or_default(),
                 edits: vec![],

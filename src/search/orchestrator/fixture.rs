@@ -75,6 +75,7 @@ impl Lineage {
                     evaluations: 0,
                     cpu_seconds: 0.0,
                     wall_seconds: 0.0,
+                    usage: Default::default(),
                     work: 0.0,
                     evidence: Vec::new(),
                     edits: Vec::new(),
