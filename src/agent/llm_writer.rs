@@ -155,6 +155,15 @@ impl OptimizerWriter for LlmWriter {
                 Ok((program, outcome)) => {
                     explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
                     let edits = vec![format!("{label}: {}", program.name)];
+                    let refusals: Vec<String> = outcome
+                        .trace
+                        .stages
+                        .iter()
+                        .filter_map(|stage| {
+                            let note = stage.note.as_deref()?;
+                            Some(format!("{} ({}): {note}", stage.path, stage.kind))
+                        })
+                        .collect();
                     let before = ledger.candidates[best].exact.clone();
                     let new_best =
                         ledger.record(problem, Role::Revision, edits, program, outcome, Some(best));
@@ -163,14 +172,23 @@ impl OptimizerWriter for LlmWriter {
                     if new_best {
                         best = latest;
                     }
-                    (policy.require_improvement && !improved).then(|| {
-                        format!(
+                    if !improved && !refusals.is_empty() {
+                        // A stage that failed (e.g. a script that crashed or wrote garbage) makes
+                        // the answer unusable: its notes are the error fed back.
+                        let error =
+                            one_line(&format!("the program ran, but {}", refusals.join("; ")));
+                        ledger.runs.last_mut().expect("just recorded").error = Some(error.clone());
+                        Some(error)
+                    } else if policy.require_improvement && !improved {
+                        Some(format!(
                             "the program ran but did not improve on the best construction: it \
                              reached {:.12}, the best is {}",
                             ledger.candidates[latest].score,
                             decimal_string(&before, 14)
-                        )
-                    })
+                        ))
+                    } else {
+                        None
+                    }
                 }
             };
             let run = ledger.runs.last_mut().expect("just recorded");

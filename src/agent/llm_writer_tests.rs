@@ -57,13 +57,18 @@ struct Case {
 
 impl Case {
     fn new() -> Case {
-        let problem = by_slug("third-autocorrelation-inequality").unwrap();
         let start: Vec<f64> = (0..60)
             .map(|i| {
                 let x = (i as f64 + 0.5) / 60.0;
                 1.0 + 0.3 * (7.0 * x).sin() - 0.2 * x
             })
             .collect();
+        Case::with("third-autocorrelation-inequality", start)
+    }
+
+    /// The case of the problem `slug` started from `start`.
+    fn with(slug: &str, start: Vec<f64>) -> Case {
+        let problem = by_slug(slug).unwrap();
         let start_exact = problem.score_exact(&start);
         let parent = Program::parse(PARENT, std::path::Path::new("p.toml")).unwrap();
         Case {
@@ -290,4 +295,58 @@ fn every_stage_kind_the_seed_prompt_lists_parses_with_its_required_parameters() 
     }
     assert!(count >= 12, "{count} kinds");
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Whether `python3` runs; a skip note otherwise.
+fn python_ready(test: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIP {test}: python3 is not available");
+    }
+    ok
+}
+
+#[test]
+fn in_script_mode_a_crashing_script_is_fed_back_and_a_good_one_improves() {
+    if !python_ready("in_script_mode_a_crashing_script_is_fed_back_and_a_good_one_improves") {
+        return;
+    }
+    // A flat start with one tall spike: clipping at the median lowers the first problem's score.
+    let mut start = vec![1.0; 40];
+    start[20] = 20.0;
+    let case = Case::with("first-autocorrelation-inequality", start);
+    let mut h = harness(3, false);
+    h.llm.as_mut().unwrap().output = crate::harness::OutputKind::Script;
+    h.run_from = crate::harness::RunFrom::Start;
+    let crash = "```python\nimport sys\nsys.stderr.write('boom at line 2')\nsys.exit(3)\n```";
+    let good = "Clip the spike.\n```python\nimport json, sys\n\
+                v = json.load(open(sys.argv[1]))['values']\n\
+                m = sorted(v)[len(v) // 2]\n\
+                json.dump({'values': [min(x, m) for x in v]}, open(sys.argv[2], 'w'))\n```";
+    let (attempt, requests) = case.solve(&h, vec![crash, good]);
+    assert_eq!(requests.len(), 2);
+    let revised = revisions(&attempt);
+    assert_eq!(revised.len(), 2);
+    let error = revised[0].error.clone().expect("the crash is an error");
+    assert!(
+        error.contains("command") && error.contains("boom"),
+        "{error}"
+    );
+    let fed_back = &requests[1].messages.last().unwrap().content;
+    assert!(fed_back.contains("boom"), "{fed_back}");
+    // The script ran from the start (run_from = "start") and lowered its score.
+    assert_eq!(revised[1].error, None);
+    let start_score = case.problem.score_fast(&case.start).value;
+    assert!(
+        revised[1].score < start_score,
+        "{} vs {start_score}",
+        revised[1].score
+    );
+    assert!(attempt.improved);
+    assert!(attempt.best_exact < case.start_exact);
+    assert_eq!(case.problem.score_exact(&attempt.best), attempt.best_exact);
 }

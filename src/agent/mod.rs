@@ -78,8 +78,9 @@ pub struct ProgramRun {
     pub evaluations: u64,
     /// Wall seconds.
     pub seconds: f64,
-    /// Why the revision produced no construction (the model's answer held no program, the
-    /// program was invalid, or its run failed); absent for a program that ran.
+    /// Why the revision was unusable: the model's answer held no program, the program was
+    /// invalid, its run failed, or a stage of it failed (e.g. a script crashed) and nothing
+    /// improved; absent for a program that ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The model's answer behind a revision: its backend and the first 16 hex digits of the

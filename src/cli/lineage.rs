@@ -126,14 +126,7 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         out!("{}", c.headline())?;
     }
     for f in &state.failures {
-        out!(
-            "round {} island {}: {} {} failed: {}",
-            f.round,
-            f.island,
-            f.part,
-            f.name,
-            f.message
-        )?;
+        out!("round {} island {}: {}", f.round, f.island, f.summary())?;
     }
     out!(
         "{} rounds, {} nodes, {} events, {} failures, {} islands",

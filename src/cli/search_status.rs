@@ -232,8 +232,10 @@ impl SearchObserver for SearchStatus {
 
     fn failure(&mut self, failure: &FailureRecord) {
         self.detail(format!(
-            "round {:>3} island {} {} {} failed (the island skips the round): {}",
-            failure.round, failure.island, failure.part, failure.name, failure.message
+            "round {:>3} island {} (skips the round): {}",
+            failure.round,
+            failure.island,
+            failure.summary()
         ));
     }
 

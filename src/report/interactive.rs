@@ -459,7 +459,10 @@ pub fn run_data(state: &SearchState, suite: &Suite, config: &RunConfig) -> RunDa
                 round: f.round,
                 island: f.island,
                 part: format!("{} {}", f.part, f.name),
-                message: f.message.clone(),
+                message: match f.usage.is_zero() {
+                    true => f.message.clone(),
+                    false => format!("{} ({})", f.message, f.usage.summary()),
+                },
             })
             .collect(),
         progress,

@@ -289,6 +289,24 @@ pub struct FailureRecord {
     pub name: String,
     /// What went wrong, in one line.
     pub message: String,
+    /// Tokens (and dollars) the failed part spent (absent when none).
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
+}
+
+impl FailureRecord {
+    /// What failed and why, with the tokens spent when there were any: `mutator llm failed:
+    /// MESSAGE (TOKENS)`.
+    pub fn summary(&self) -> String {
+        let spent = match self.usage.is_zero() {
+            true => String::new(),
+            false => format!(" ({})", self.usage.summary()),
+        };
+        format!(
+            "{} {} failed: {}{spent}",
+            self.part, self.name, self.message
+        )
+    }
 }
 
 /// What an orchestrator consultation cost and which of its proposals it refused (recorded
@@ -527,6 +545,10 @@ mod tests {
             part: "writer".into(),
             name: "builtin".into(),
             message: "task t: boom".into(),
+            usage: Usage {
+                prompt_tokens: 3,
+                ..Usage::default()
+            },
         });
         let text = serde_json::to_string(&failure).unwrap();
         assert!(text.starts_with("{\"record\":\"failure\""), "{text}");

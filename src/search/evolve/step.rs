@@ -159,23 +159,12 @@ impl Search {
         self.evaluate(harness, &refs, (island, round), node, observer)
     }
 
-    /// Records a part's failure in island `island`'s step of `round` (the island skips it).
+    /// Records a part's failure in an island's step (the island skips it).
     fn record_failure(
         &mut self,
-        round: usize,
-        island: usize,
-        part: &str,
-        name: &str,
-        message: String,
+        failure: FailureRecord,
         observer: &mut dyn SearchObserver,
     ) -> Result<()> {
-        let failure = FailureRecord {
-            round,
-            island,
-            part: part.into(),
-            name: name.into(),
-            message,
-        };
         self.record(LineageRecord::Failure(failure.clone()))?;
         observer.failure(&failure);
         Ok(())
@@ -197,7 +186,15 @@ impl Search {
             Evaluated::Failed(failure) => {
                 let writer = self.config().writer.clone();
                 let message = format!("task {}: {}", failure.task, failure.error);
-                self.record_failure(round, island, "writer", &writer, message, observer)?;
+                let failure = FailureRecord {
+                    round,
+                    island,
+                    part: "writer".into(),
+                    name: writer,
+                    message,
+                    usage: Usage::default(),
+                };
+                self.record_failure(failure, observer)?;
                 Ok(None)
             }
         }
@@ -350,21 +347,17 @@ impl Search {
                     break p;
                 }
                 Err(e) => {
-                    let mut message = e.to_string();
-                    if !spent.is_zero() {
-                        message.push_str(&format!(
-                            " (earlier proposals of this step: {})",
-                            spent.summary()
-                        ));
-                    }
-                    return self.record_failure(
+                    // The failed proposal's tokens and those of earlier proposals of this step.
+                    spent += e.usage();
+                    let failure = FailureRecord {
                         round,
                         island,
-                        "mutator",
-                        &mutator_name,
-                        message,
-                        observer,
-                    );
+                        part: "mutator".into(),
+                        name: mutator_name,
+                        message: e.to_string(),
+                        usage: spent,
+                    };
+                    return self.record_failure(failure, observer);
                 }
             }
         };

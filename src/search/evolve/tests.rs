@@ -137,7 +137,10 @@ impl Mutator for ScriptedMutator {
                     usage: Default::default(),
                 })
             }
-            Err(message) => Err(MutationError::Failed(message.into())),
+            Err(message) => Err(MutationError::Failed {
+                message: message.into(),
+                usage: Default::default(),
+            }),
         }
     }
 }

@@ -7,14 +7,14 @@
 //! `DIAGNOSIS:` and one fenced ```` ```toml ```` harness. An answer that does not parse
 //! ([`Harness::parse`]), repeats the parent's policy, an island member's or a rejected harness is
 //! fed back with the reason, for up to [`TRIES`] answers; then the mutator fails with the last
-//! reason ([`MutationError::Failed`]), which the search records. The backend is drawn from the
+//! reason and the tokens spent ([`MutationError::Failed`]), which the search records. The backend is drawn from the
 //! agents file's `[mutator]` pool with the step's seed.
 
 use super::{
     child_name, policy_hash, Diagnosis, MutationContext, MutationError, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Evidence, Harness};
-use crate::llm::{ChatBackend, ChatMessage, ChatRequest, ModelPool, Speaker, Usage};
+use crate::llm::{ChatMessage, ChatRequest, ModelPool, Speaker, Usage};
 use crate::search::mutators::evidence_key;
 use crate::search::round_tasks::slot_of;
 use std::path::Path;
@@ -66,12 +66,12 @@ impl Mutator for LlmMutator {
         let mut usage = Usage::default();
         let mut refusals: Vec<String> = Vec::new();
         for try_number in 1..=TRIES {
-            let answer = backend.complete(&request).map_err(|e| {
-                MutationError::Failed(format!(
-                    "{e} (try {try_number} of {TRIES}; {})",
-                    spent(&usage, backend)
-                ))
-            })?;
+            let answer = backend
+                .complete(&request)
+                .map_err(|e| MutationError::Failed {
+                    message: format!("{e} (try {try_number} of {TRIES}; {})", backend.name()),
+                    usage,
+                })?;
             usage += answer.usage;
             match child_of(ctx, &answer.text) {
                 Ok((child, said)) => {
@@ -97,17 +97,15 @@ impl Mutator for LlmMutator {
                 }
             }
         }
-        Err(MutationError::Failed(format!(
-            "no usable harness in {TRIES} answers; the last: {} ({})",
-            refusals.last().map_or("", String::as_str),
-            spent(&usage, backend)
-        )))
+        Err(MutationError::Failed {
+            message: format!(
+                "no usable harness in {TRIES} answers from {}; the last: {}",
+                backend.name(),
+                refusals.last().map_or("", String::as_str),
+            ),
+            usage,
+        })
     }
-}
-
-/// What was spent, with the backend's name.
-fn spent(usage: &Usage, backend: &dyn ChatBackend) -> String {
-    format!("{}: {}", backend.name(), usage.summary())
 }
 
 /// The request to answer again after `reason`.
@@ -452,15 +450,17 @@ mod tests {
             Ok(answer(&p)),
             Ok(format!("```toml\n{}```", changed(1).to_toml())),
         ]);
-        let Err(MutationError::Failed(reason)) = m.propose(&ctx) else {
+        let Err(MutationError::Failed {
+            message: reason,
+            usage,
+        }) = m.propose(&ctx)
+        else {
             panic!("three bad answers must fail");
         };
         assert_eq!(backend.requests().len(), TRIES);
         assert!(reason.contains("no DIAGNOSIS"), "{reason}");
-        assert!(
-            reason.contains("3 requests") && reason.contains("scripted"),
-            "{reason}"
-        );
+        assert!(reason.contains("scripted"), "{reason}");
+        assert_eq!(usage.requests, 3, "{usage:?}");
     }
 
     #[test]
@@ -473,7 +473,10 @@ mod tests {
             backend: "scripted".into(),
             seconds: 60.0,
         })]);
-        let Err(MutationError::Failed(reason)) = m.propose(&ctx) else {
+        let Err(MutationError::Failed {
+            message: reason, ..
+        }) = m.propose(&ctx)
+        else {
             panic!("a backend error must fail");
         };
         assert!(reason.contains("no answer within 60 s"), "{reason}");

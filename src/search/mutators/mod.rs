@@ -67,7 +67,7 @@ pub struct Proposal {
 
 /// Why a mutator proposed no child; the search records it as a failure and the island skips
 /// the round.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum MutationError {
     /// Every candidate drawn was invalid, the parent's policy again, or already known.
     #[error("nothing new after {tries} candidates")]
@@ -76,8 +76,23 @@ pub enum MutationError {
         tries: usize,
     },
     /// The mutator itself failed (e.g. an agent behind it did not answer).
-    #[error("{0}")]
-    Failed(String),
+    #[error("{message}")]
+    Failed {
+        /// What went wrong, in one line.
+        message: String,
+        /// Tokens (and dollars) the failed proposal spent.
+        usage: Usage,
+    },
+}
+
+impl MutationError {
+    /// Tokens (and dollars) spent before the failure (none for [`MutationError::NothingNew`]).
+    pub fn usage(&self) -> Usage {
+        match self {
+            MutationError::NothingNew { .. } => Usage::default(),
+            MutationError::Failed { usage, .. } => *usage,
+        }
+    }
 }
 
 /// A mutator: proposes a child harness.
