@@ -17,7 +17,7 @@ prompt_file=$2
 case $mode in
 good)
   grep -q "the question" "$prompt_file" || { echo "prompt missing" >&2; exit 9; }
-  attached=$(cat parent.toml)
+  attached="$(cat parent.toml) and $(cat start.json)"
   printf '{"type":"result","subtype":"success","is_error":false,"result":"answer with %s","session_id":"s","num_turns":1,"total_cost_usd":0.0125,"usage":{"input_tokens":321,"cache_read_input_tokens":100,"output_tokens":45}}\n' "$attached"
   echo "claude: done" >&2 ;;
 error)
@@ -104,6 +104,10 @@ fn request() -> ChatRequest {
             name: "parent.toml".into(),
             content: "parent-program".into(),
         }],
+        workspace: vec![Attachment {
+            name: "start.json".into(),
+            content: "start-construction".into(),
+        }],
         ..ChatRequest::default()
     }
 }
@@ -125,7 +129,10 @@ fn processes_with(marker: &str) -> Vec<String> {
 #[test]
 fn claude_json_answers_with_text_tokens_cost_and_transcript() {
     let completion = claude("good", &[], 30.0).complete(&request()).unwrap();
-    assert_eq!(completion.text, "answer with parent-program");
+    assert_eq!(
+        completion.text, "answer with parent-program and start-construction",
+        "the attachment and the workspace file are in the work directory"
+    );
     assert_eq!(completion.backend, "fake");
     assert_eq!(completion.usage.prompt_tokens, 421);
     assert_eq!(completion.usage.completion_tokens, 45);

@@ -41,6 +41,7 @@ fn backend(api_base: &str, key: Option<&str>, timeout_seconds: f64, retries: u32
         weight: 1.0,
         timeout_seconds,
         retries,
+        max_tokens: None,
     })
     .expect("a valid configuration")
 }
@@ -90,6 +91,7 @@ fn a_good_answer_gives_its_text_and_tokens_and_the_request_is_well_formed() {
             name: "parent.toml".into(),
             content: "[[stage]]\nkind = \"adam\"\n".into(),
         }],
+        workspace: Vec::new(),
         max_tokens: Some(256),
         temperature: Some(0.5),
         seed: Some(42),

@@ -23,10 +23,11 @@
 use super::ledger::{run_on, Allowance, Ledger};
 use super::llm_answer::{one_line, program_of};
 use super::{Assignment, Attempt, OptimizerWriter, Role};
+use crate::construction::json::to_json;
 use crate::error::Result;
 use crate::exact::rational::decimal_string;
 use crate::harness::{llm_writer_harness, render, Harness, LlmPolicy, RunFrom};
-use crate::llm::{ChatMessage, ChatRequest, ModelPool, Speaker};
+use crate::llm::{Attachment, ChatMessage, ChatRequest, ModelPool, Speaker};
 use crate::program::Program;
 use crate::runner::trace::cpu_seconds;
 use crate::runner::{derive_seed, evidence};
@@ -122,6 +123,7 @@ impl OptimizerWriter for LlmWriter {
             let request = ChatRequest {
                 messages: messages.clone(),
                 attachments: Vec::new(),
+                workspace: workspace(task, &policy, from),
                 max_tokens: Some(policy.max_tokens),
                 temperature: Some(policy.temperature),
                 seed: Some(derive_seed(task.seed, ANSWER_SEEDS + i as u64)),
@@ -236,6 +238,46 @@ fn digest(text: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The files a CLI agent works beside: the construction the program runs from
+/// (`start.json`), the parent program (`parent.toml`) and `EVALUATE.md`, how to run and score
+/// a program or script with this `milo` before answering.
+fn workspace(task: &Assignment, policy: &LlmPolicy, from: &[f64]) -> Vec<Attachment> {
+    let milo = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "milo".into());
+    let slug = &task.problem.spec().slug;
+    let script = policy.script_argv.join(" ");
+    let guide = format!(
+        "# Trying an answer before you give it\n\n\
+         `start.json` is the construction your program runs from ({n} values); `parent.toml` is \
+         the parent program.\n\n\
+         Run a program on it and keep the result:\n\n    \
+         {milo} optimize {slug} --start start.json --program mine.toml --evaluations 2000 \
+         --out out.json\n\n\
+         Score a construction exactly:\n\n    {milo} verify {slug} out.json\n\n\
+         A script answer is run as `{script}` (`{{input}}` a JSON file `{{\"values\": [...]}}`, \
+         `{{output}}` the file it writes).\n",
+        n = from.len()
+    );
+    let mut files = vec![
+        Attachment {
+            name: "parent.toml".into(),
+            content: task.parent.to_toml(),
+        },
+        Attachment {
+            name: "EVALUATE.md".into(),
+            content: guide,
+        },
+    ];
+    if let Ok(json) = to_json(from) {
+        files.push(Attachment {
+            name: "start.json".into(),
+            content: json,
+        });
+    }
+    files
 }
 
 /// The texts the placeholders of a task's templates become.

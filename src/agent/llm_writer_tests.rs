@@ -139,6 +139,20 @@ fn a_good_program_is_run_and_its_result_verified() {
     assert!(user.contains("name = \"parent\""), "{user}");
     assert!(user.contains("third-autocorrelation-inequality"), "{user}");
     assert!(!user.contains("{parent_program}"), "{user}");
+    // A CLI agent gets the construction, the parent and how to run milo as files.
+    let file = |name: &str| {
+        let found = requests[0].workspace.iter().find(|f| f.name == name);
+        found
+            .unwrap_or_else(|| panic!("no {name} in the workspace"))
+            .content
+            .clone()
+    };
+    let from = crate::construction::json::parse_values(&file("start.json")).unwrap();
+    assert_eq!(from.len(), case.start.len());
+    let parent = Program::parse(&file("parent.toml"), std::path::Path::new("parent.toml"));
+    assert_eq!(parent.unwrap(), case.parent);
+    let guide = file("EVALUATE.md");
+    assert!(guide.contains("optimize third-autocorrelation-inequality --start start.json"));
     let revised = revisions(&attempt);
     assert_eq!(revised.len(), 1);
     assert_eq!(revised[0].error, None);

@@ -137,14 +137,17 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         state.islands.len()
     )?;
     let mut spent = Usage::default();
-    for usage in state.nodes.iter().map(|n| n.usage) {
+    for usage in state.nodes.iter().map(|n| n.total_usage()) {
         spent += usage;
     }
     for usage in state.consultations.iter().map(|c| c.usage) {
         spent += usage;
     }
+    for usage in state.failures.iter().map(|f| f.usage) {
+        spent += usage;
+    }
     if !spent.is_zero() {
-        out!("language models: {}", spent.summary())?;
+        out!("language models, all parts: {}", spent.summary())?;
     }
     Ok(EXIT_OK)
 }

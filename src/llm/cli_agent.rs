@@ -1,7 +1,8 @@
 //! A coding CLI agent (`claude -p …`, `codex exec …`) as a backend.
 //!
 //! Each request runs the configured command line once, in a fresh temporary work directory
-//! (removed afterwards) that holds every attachment as a file and `PROMPT.md`, the conversation.
+//! (removed afterwards) that holds every attachment and workspace file and `PROMPT.md`, the
+//! conversation.
 //! Placeholders in `argv`: `{prompt}` (the conversation's text), `{prompt_file}` (the path of
 //! `PROMPT.md`), `{workdir}` (the directory). The agent runs through [`crate::subprocess`] in its
 //! own process group, killed whole at the timeout ([`LlmError::Timeout`]) and when it exits. A
@@ -9,7 +10,9 @@
 //! cannot be read per [`CliOutput`] is [`LlmError::Unusable`]. Its standard output and error are
 //! kept (capped) as the completion's transcript.
 
-use super::{BackendConfig, ChatBackend, ChatRequest, Completion, LlmError, Speaker, Usage};
+use super::{
+    excerpt, BackendConfig, ChatBackend, ChatRequest, Completion, LlmError, Speaker, Usage,
+};
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result as MiloResult};
 use crate::subprocess::{self, Finished, Kill, Limits};
@@ -89,7 +92,7 @@ impl CliAgent {
 
     /// Runs the agent on `request` in `dir`.
     fn run_in(&self, dir: &Path, request: &ChatRequest) -> Result<Finished, LlmError> {
-        for attachment in &request.attachments {
+        for attachment in request.attachments.iter().chain(&request.workspace) {
             let name = &attachment.name;
             if !is_plain_file_name(name) || name == PROMPT_FILE {
                 return Err(self.unavailable(format!(
@@ -208,9 +211,9 @@ fn render_prompt(request: &ChatRequest) -> String {
             message.content.trim_end()
         ));
     }
-    if !request.attachments.is_empty() {
+    if !(request.attachments.is_empty() && request.workspace.is_empty()) {
         text.push_str("## Files in the working directory\n\n");
-        for attachment in &request.attachments {
+        for attachment in request.attachments.iter().chain(&request.workspace) {
             text.push_str(&format!("- `{}`\n", attachment.name));
         }
     }
@@ -256,17 +259,6 @@ fn parse_text(stdout: &str) -> Result<(String, Usage), Failure> {
 /// A count at `key` of a JSON object (0 when absent).
 fn count(object: &Value, key: &str) -> u64 {
     object.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
-
-/// The start of `text` for an error message.
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    let cut: String = text.chars().take(120).collect();
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
 }
 
 /// `claude -p --output-format json`: `{"type": "result", "is_error": false, "result": "…",
@@ -431,12 +423,19 @@ mod tests {
                 name: "parent.toml".into(),
                 content: "x".into(),
             }],
+            workspace: vec![Attachment {
+                name: "start.json".into(),
+                content: "y".into(),
+            }],
             ..ChatRequest::default()
         };
         let prompt = render_prompt(&request);
         let (system, user) = (prompt.find("be brief"), prompt.find("write a program"));
         assert!(system.unwrap() < user.unwrap(), "{prompt}");
-        assert!(prompt.contains("`parent.toml`"), "{prompt}");
+        assert!(
+            prompt.contains("`parent.toml`") && prompt.contains("`start.json`"),
+            "{prompt}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! weight = 1.0
 //! timeout_seconds = 60
 //! retries = 3
+//! max_tokens = 512                     # optional: clamps what each role asks for
 //!
 //! [[backend]]
 //! name = "claude"
@@ -63,6 +64,10 @@ pub enum BackendConfig {
         /// Retries after a 429, a 5xx, a timeout or a dropped connection (with backoff).
         #[serde(default = "default_retries")]
         retries: u32,
+        /// Most completion tokens one request asks for: a role asking for more is clamped to
+        /// it (for small local servers; absent: each role's own ask).
+        #[serde(default)]
+        max_tokens: Option<u32>,
     },
     /// A coding CLI agent, run as a subprocess in a fresh work directory.
     Cli {
@@ -182,6 +187,15 @@ impl AgentsConfig {
             if !(weight.is_finite() && weight > 0.0) {
                 return Err(format!(
                     "backend '{name}': weight must be a positive number, got {weight}"
+                ));
+            }
+            if let BackendConfig::Openai {
+                max_tokens: Some(0),
+                ..
+            } = backend
+            {
+                return Err(format!(
+                    "backend '{name}': max_tokens must be a positive number, got 0"
                 ));
             }
             let timeout = match backend {
@@ -313,5 +327,7 @@ backends = ["local", "claude"]
         assert!(e.contains("a.toml"), "{e}");
         let e = refuse(&FILE.replace("[\"claude\", \"-p\", \"{prompt}\"]", "[]"));
         assert!(e.contains("argv"), "{e}");
+        let e = refuse(&FILE.replace("model = \"m\"", "model = \"m\"\nmax_tokens = 0"));
+        assert!(e.contains("max_tokens") && e.contains("got 0"), "{e}");
     }
 }

@@ -25,6 +25,19 @@ pub use pool::ModelPool;
 use serde::{Deserialize, Serialize};
 use std::ops::AddAssign;
 
+/// Characters of a model's answer an error message quotes.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// The start of a model's answer for an error message: on one line (whitespace folded), at most
+/// [`EXCERPT_CHARS`] characters, `…` where it was cut.
+pub fn excerpt(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
 /// Who speaks a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +86,11 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     /// Files that go with it.
     pub attachments: Vec<Attachment>,
+    /// Files for a backend that works in a directory: a CLI agent writes them there beside the
+    /// attachments (the construction, a note on how to run `milo`); a chat endpoint does not
+    /// see them, as they may be far larger than a prompt.
+    #[serde(default)]
+    pub workspace: Vec<Attachment>,
     /// Most tokens the answer may have, if limited.
     pub max_tokens: Option<u32>,
     /// Sampling temperature (0 asks for the most likely answer).

@@ -183,6 +183,20 @@ impl NodeRecord {
     pub fn admitted(&self) -> bool {
         self.verdict.admitted
     }
+
+    /// Everything language models spent on this node: its mutator's proposal and the writer's
+    /// runs in its evaluation, its parent's re-run and its validation.
+    pub fn total_usage(&self) -> Usage {
+        let mut spent = self.usage;
+        spent += self.evaluation.usage();
+        for evaluation in [&self.parent_evaluation, &self.validation]
+            .into_iter()
+            .flatten()
+        {
+            spent += evaluation.usage();
+        }
+        spent
+    }
 }
 
 /// An orchestrator move.

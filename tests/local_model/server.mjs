@@ -9,7 +9,8 @@
 //
 // Routes: GET /v1/models and POST /v1/chat/completions (OpenAI shape; `max_tokens` or
 // `max_completion_tokens`, `temperature` (0 or absent: greedy) and `seed` honoured). Requests are
-// answered one at a time, each from a fresh chat history. A malformed request, or one whose prompt
+// answered one at a time, each from a fresh chat history (the evaluated prefix it shares with the
+// previous request is reused). A malformed request, or one whose prompt
 // plus `max_tokens` exceeds the context (4096 tokens), gets a JSON 400.
 import http from "node:http";
 import path from "node:path";
@@ -148,8 +149,10 @@ function parseChatRequest(text) {
     return { history, maxTokens, temperature, seed: seed ?? undefined };
 }
 
-/** One completion from a fresh chat history; usage is what the context sequence evaluated
- * (prompt) and generated (completion) for it. */
+/** One completion from a fresh chat history. The context sequence keeps the tokens of the last
+ * request, so a prompt sharing a prefix with it (the same system message, a conversation that
+ * grew by one turn) evaluates only what differs. Usage counts the whole prompt, as OpenAI does,
+ * and the tokens generated. */
 async function complete({ history, maxTokens, temperature, seed }) {
     const chatHistory = [...history, { type: "model", response: [] }];
     const prompt = chat.chatWrapper.generateContextState({ chatHistory }).contextText;
@@ -160,7 +163,6 @@ async function complete({ history, maxTokens, temperature, seed }) {
             `context_length_exceeded: the prompt's ${promptTokens} tokens plus max_tokens ${maxTokens} exceed the context of ${CONTEXT_SIZE} tokens`,
         );
     }
-    await sequence.clearHistory();
     const before = sequence.tokenMeter.getState();
     const result = await chat.generateResponse(chatHistory, {
         maxTokens,
@@ -181,9 +183,9 @@ async function complete({ history, maxTokens, temperature, seed }) {
             },
         ],
         usage: {
-            prompt_tokens: used.usedInputTokens,
+            prompt_tokens: promptTokens,
             completion_tokens: used.usedOutputTokens,
-            total_tokens: used.usedInputTokens + used.usedOutputTokens,
+            total_tokens: promptTokens + used.usedOutputTokens,
         },
     };
 }

@@ -45,6 +45,7 @@ pub struct OpenAiBackend {
     key_variable: Option<String>,
     timeout: Duration,
     retries: u32,
+    max_tokens: Option<u32>,
     agent: ureq::Agent,
 }
 
@@ -73,6 +74,7 @@ impl OpenAiBackend {
             api_key_env,
             timeout_seconds,
             retries,
+            max_tokens,
             ..
         } = config
         else {
@@ -113,6 +115,7 @@ impl OpenAiBackend {
             key_variable: api_key_env.clone(),
             timeout,
             retries: *retries,
+            max_tokens: *max_tokens,
             agent,
         })
     }
@@ -233,7 +236,7 @@ impl ChatBackend for OpenAiBackend {
 
     fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let key = self.key()?;
-        let body = wire::request_body(&self.model, request);
+        let body = wire::request_body(&self.model, request, self.max_tokens);
         let mut requests: u32 = 0;
         let answer = loop {
             requests += 1;
@@ -377,6 +380,7 @@ mod tests {
             weight: 1.0,
             timeout_seconds,
             retries: 0,
+            max_tokens: None,
         };
         let e = OpenAiBackend::new(&config("127.0.0.1:8080/v1", 1.0)).unwrap_err();
         assert!(e.to_string().contains("\"127.0.0.1:8080/v1\""), "{e}");

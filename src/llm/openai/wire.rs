@@ -30,12 +30,12 @@ struct WireMessage<'a> {
 }
 
 /// The JSON body asking `model` to answer `request`, its attachments inlined into the last
-/// user message (see [`inline`]).
-pub(super) fn request_body(model: &str, request: &ChatRequest) -> Vec<u8> {
+/// user message (see [`inline`]), asking for at most `token_cap` completion tokens when set.
+pub(super) fn request_body(model: &str, request: &ChatRequest, token_cap: Option<u32>) -> Vec<u8> {
     let body = WireRequest {
         model,
         messages: inline(&request.messages, &request.attachments),
-        max_tokens: request.max_tokens,
+        max_tokens: [request.max_tokens, token_cap].into_iter().flatten().min(),
         temperature: request.temperature,
         seed: request.seed.map(|s| s & SEED_MASK),
     };
@@ -223,15 +223,36 @@ mod tests {
                     content: "```x```".into(),
                 },
             ],
+            workspace: vec![Attachment {
+                name: "start.json".into(),
+                content: "{\"values\": [1.0]}".into(),
+            }],
             max_tokens: Some(100),
             temperature: None,
             seed: Some(u64::MAX),
         };
-        let body: serde_json::Value = serde_json::from_slice(&request_body("m", &request)).unwrap();
+        let body = |cap| -> serde_json::Value {
+            serde_json::from_slice(&request_body("m", &request, cap)).unwrap()
+        };
+        assert_eq!(
+            body(Some(40))["max_tokens"],
+            40,
+            "the backend's cap clamps the ask"
+        );
+        assert_eq!(
+            body(Some(1000))["max_tokens"],
+            100,
+            "a cap above the ask changes nothing"
+        );
+        let body = body(None);
         assert_eq!(body["model"], "m");
         assert_eq!(body["max_tokens"], 100);
         assert!(body.get("temperature").is_none());
         assert_eq!(body["seed"], SEED_MASK);
+        assert!(
+            !body.to_string().contains("start.json"),
+            "workspace files are not sent"
+        );
         let messages = body["messages"].as_array().unwrap();
         let roles: Vec<&str> = messages
             .iter()
@@ -255,7 +276,8 @@ mod tests {
             }],
             ..ChatRequest::default()
         };
-        let body: serde_json::Value = serde_json::from_slice(&request_body("m", &request)).unwrap();
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body("m", &request, None)).unwrap();
         assert_eq!(body["messages"][1]["role"], "user");
         assert_eq!(body["messages"][1]["content"], "### a.txt\n```\nx\n```");
     }

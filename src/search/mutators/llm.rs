@@ -4,7 +4,9 @@
 //! latency in the run's units, mean gain and evidence per slot, the built-in [`Diagnosis`]), the
 //! island's history (every child, admitted or rejected with the reason and its diff, when the
 //! run keeps memory) and the co-parent's TOML if there is one. The model answers with a short
-//! `DIAGNOSIS:` and one fenced ```` ```toml ```` harness. An answer that does not parse
+//! `DIAGNOSIS:` and one fenced ```` ```toml ```` block: the whole child harness, or only the keys
+//! it changes (merged over the parent's, tables key by key, anything else replaced), so a small
+//! model or a tight token budget can still answer. An answer that does not parse
 //! ([`Harness::parse`]), repeats the parent's policy, an island member's or a rejected harness is
 //! fed back with the reason, for up to [`TRIES`] answers; then the mutator fails with the last
 //! reason and the tokens spent ([`MutationError::Failed`]), which the search records. The backend is drawn from the
@@ -14,7 +16,7 @@ use super::{
     child_name, policy_hash, Diagnosis, MutationContext, MutationError, Mutator, Proposal,
 };
 use crate::harness::{kind_key, EditKind, Evidence, Harness};
-use crate::llm::{ChatMessage, ChatRequest, ModelPool, Speaker, Usage};
+use crate::llm::{excerpt, ChatMessage, ChatRequest, ModelPool, Speaker, Usage};
 use crate::search::mutators::evidence_key;
 use crate::search::round_tasks::slot_of;
 use std::path::Path;
@@ -65,6 +67,7 @@ impl Mutator for LlmMutator {
         };
         let mut usage = Usage::default();
         let mut refusals: Vec<String> = Vec::new();
+        let mut last_answer = String::new();
         for try_number in 1..=TRIES {
             let answer = backend
                 .complete(&request)
@@ -87,6 +90,7 @@ impl Mutator for LlmMutator {
                     });
                 }
                 Err(reason) => {
+                    last_answer = excerpt(&answer.text);
                     request
                         .messages
                         .push(ChatMessage::new(Speaker::Assistant, answer.text));
@@ -99,7 +103,7 @@ impl Mutator for LlmMutator {
         }
         Err(MutationError::Failed {
             message: format!(
-                "no usable harness in {TRIES} answers from {}; the last: {}",
+                "no usable harness in {TRIES} answers from {}; the last: {} (answer: {last_answer})",
                 backend.name(),
                 refusals.last().map_or("", String::as_str),
             ),
@@ -112,7 +116,8 @@ impl Mutator for LlmMutator {
 fn feedback(reason: &str) -> String {
     format!(
         "That answer was refused: {reason}\nAnswer again in the same form: a line starting \
-         DIAGNOSIS: and then one ```toml block holding the whole child harness."
+         DIAGNOSIS: and then one ```toml block holding the child harness or the keys it \
+         changes."
     )
 }
 
@@ -142,11 +147,15 @@ verify_top = integer ≥ 1 (candidates verified exactly)
 [[rules]] when = one evidence kind ({evidence}); prefer = [edit kinds]; boost > 0
 
 Rules: the child must differ from its parent and from every rejected harness; it must be \
-general (never name a task, a start or a file, never embed data).
+general (never name a task, a start or a file, never embed data). The block may hold the whole \
+child harness or only the keys that change: the rest is taken from the parent (tables merge key \
+by key; a list such as [[rules]] is replaced whole).
 Answer in exactly this form, nothing else:
 DIAGNOSIS: two to five sentences on what limits the parent and what the child changes.
 ```toml
-the whole child harness
+programs = 4
+[menu]
+restarts = 2.0
 ```",
         edits = edits.join(", "),
         evidence = evidence.join(", ")
@@ -250,9 +259,12 @@ fn slot_summary(node: &crate::search::lineage::NodeRecord) -> Vec<(String, f64, 
 /// The child harness an answer holds and the model's diagnosis, or why the answer is refused.
 fn child_of(ctx: &MutationContext, answer: &str) -> Result<(Harness, String), String> {
     let (said, toml) = split_answer(answer)?;
-    let mut child =
-        Harness::parse(toml, Path::new("the answer's harness")).map_err(|e| e.to_string())?;
     let parent = ctx.parent.1;
+    let mut child = Harness::parse(
+        &merged_over(parent, toml)?,
+        Path::new("the answer's harness"),
+    )
+    .map_err(|e| e.to_string())?;
     let policy = policy_hash(&child);
     if policy == policy_hash(parent) {
         return Err("the harness is the parent's policy unchanged".into());
@@ -273,6 +285,32 @@ fn child_of(ctx: &MutationContext, answer: &str) -> Result<(Harness, String), St
         return Err("the harness was already rejected in this run".into());
     }
     Ok((child, said))
+}
+
+/// The TOML text of `parent` with the keys of `answer` (a whole harness or part of one) written
+/// over it: tables merge key by key, any other value is replaced.
+fn merged_over(parent: &Harness, answer: &str) -> Result<String, String> {
+    let answer: toml::Table = answer.parse().map_err(|e: toml::de::Error| {
+        format!("the answer's TOML does not parse: {}", e.message())
+    })?;
+    let mut merged: toml::Table = parent
+        .to_toml()
+        .parse()
+        .expect("a harness's own TOML parses");
+    merge(&mut merged, answer);
+    Ok(toml::to_string(&merged).expect("a TOML table serialises"))
+}
+
+/// Writes `over` onto `base`: a table onto a table key by key, anything else in place.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(value)) => merge(inner, value),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
 }
 
 /// The diagnosis (the text before the fenced block, `DIAGNOSIS:` dropped, whitespace folded)
@@ -371,6 +409,24 @@ mod tests {
         );
         assert_eq!(proposal.usage.requests, 1);
         assert!(proposal.usage.prompt_tokens > 0 && proposal.usage.completion_tokens > 0);
+    }
+
+    #[test]
+    fn an_answer_with_only_the_changed_keys_is_merged_over_the_parent() {
+        let p = parent();
+        let n = node("n0", None, &p, &[1.0], &[], true);
+        let rejected = HashSet::new();
+        let ctx = context((&n, &p), vec![], &rejected, 2);
+        let partial = "DIAGNOSIS: more programs, less reserve.\n```toml\nprograms = 7\n\
+                       [budget]\nreserve = 0.1\n```"
+            .to_string();
+        let (m, _) = mutator(vec![Ok(partial)]);
+        let child = m.propose(&ctx).unwrap().harness;
+        let mut expected = p.clone();
+        expected.programs = 7;
+        expected.budget.reserve = 0.1;
+        expected.name = child.name.clone();
+        assert_eq!(child, expected, "only the named keys change");
     }
 
     #[test]

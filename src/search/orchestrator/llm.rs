@@ -12,7 +12,7 @@
 //! spent (a [`crate::search::lineage::ConsultationRecord`]).
 
 use super::{gains, quality, show, BuiltinOrchestrator, Consultation, Orchestrator, MAX_MOVES};
-use crate::llm::{ChatMessage, ChatRequest, ModelPool, Speaker};
+use crate::llm::{excerpt, ChatMessage, ChatRequest, ModelPool, Speaker};
 use crate::runner::derive_seed;
 use crate::search::lineage::{EventRecord, Move};
 use crate::search::state::SearchState;
@@ -30,9 +30,6 @@ const SHOWN: usize = 6;
 
 /// Moves shown from the run's past.
 const PAST_MOVES: usize = 4;
-
-/// Characters of a refused answer kept with the reason.
-const EXCERPT_CHARS: usize = 200;
 
 /// Most tokens one answer may have.
 const ANSWER_TOKENS: u32 = 1024;
@@ -112,15 +109,6 @@ impl Orchestrator for LlmOrchestrator {
             .consult(state, round, patience, mutators, all_search_slots)
             .events;
         consultation
-    }
-}
-
-/// The start of `text` on one line.
-fn excerpt(text: &str) -> String {
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.chars().count() > EXCERPT_CHARS {
-        true => format!("{}…", line.chars().take(EXCERPT_CHARS).collect::<String>()),
-        false => line,
     }
 }
 
