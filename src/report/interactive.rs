@@ -1,7 +1,7 @@
 //! The data the page's script (`assets/report.js`) draws from, embedded in the page as JSON:
 //! for a run, every node (its lane and round, parents and grafts, verdict and reason, harness
 //! diff, the evidence its mutator read, per-task gains beside its parent's, the programs it
-//! ran, an LLM mutator's tokens), the orchestrator's moves, an LLM orchestrator's consultations
+//! ran, the language models' tokens), the orchestrator's moves, an LLM orchestrator's consultations
 //! (tokens, refused proposals), the failures and the best so far after each node as its gap
 //! to the arena's #1; for a benchmark, every run's best-so-far curve. Numbers come with their
 //! text in the report's digits ([`super::digits`]).
@@ -138,8 +138,8 @@ pub struct NodeView {
     pub edit: String,
     /// What its mutator read and diagnosed.
     pub evidence: Vec<String>,
-    /// The tokens (and dollars) an LLM mutator spent proposing it, in words (absent for a
-    /// built-in mutator).
+    /// The tokens (and dollars) language models spent on it, in words: an LLM mutator's
+    /// proposal and an LLM writer's runs (absent when no model was asked).
     pub usage: Option<String>,
     /// Per task: search tasks first, then validation tasks when it was validated.
     pub tasks: Vec<TaskRow>,
@@ -357,7 +357,9 @@ fn node_view(
         seconds: node.at.zip(first_at).map(|(at, first)| at - first),
         edit: node.edit.clone(),
         evidence: node.evidence.clone(),
-        usage: (!node.usage.is_zero()).then(|| node.usage.summary()),
+        usage: Some(node.total_usage())
+            .filter(|u| !u.is_zero())
+            .map(|u| u.summary()),
         tasks,
         validation: node
             .validation

@@ -587,7 +587,7 @@
         factsTable([
           ['island, round', 'island ' + n.island + ', round ' + n.round],
           ['mutator', n.mutator],
-          n.usage ? ['mutation tokens', n.usage] : null,
+          n.usage ? ['language-model tokens', n.usage] : null,
           ['parents', parents],
           ['children', kidLinks],
           ['best search score', n.best ? n.best.text : '—', n.best ? n.best.exact : null],
