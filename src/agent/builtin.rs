@@ -2,10 +2,13 @@
 //!
 //! 1. Runs the parent program as it is on the harness's `minimal` share: a valid baseline, and
 //!    the evidence ([`crate::runner::evidence::diagnose`]) that drives the rules.
-//! 2. Writes up to `programs` revisions, each by `edits_per_program` edits drawn from the menu
-//!    weighted by the rules that fired, and runs each on an even split of what is left of the
-//!    `explore` share (leftovers roll forward); stops after `stop_after_failures` revisions in a
-//!    row without a new best, or triages when the exploration budget left is too small.
+//! 2. Explores on the `explore` share, in one of two ways:
+//!    - in turn (no `[racing]`): writes up to `programs` revisions, each by `edits_per_program`
+//!      edits drawn from the menu weighted by the rules that fired, and runs each on an even
+//!      split of what is left (leftovers roll forward); stops after `stop_after_failures`
+//!      revisions in a row without a new best, or triages when the budget left is too small;
+//!    - racing (`[racing]`, [`super::racing`]): successive halving over the parent unchanged
+//!      and revisions, the survivors continuing from their own results.
 //! 3. Runs the best program again from the best construction on the `reserve` (plus whatever
 //!    exploration left).
 //! 4. Verifies the `verify_top` best candidates exactly against the start and returns the best
@@ -19,6 +22,7 @@ use crate::program::edits::{self, EditContext, EditMenu};
 use crate::program::Program;
 use crate::runner::evidence;
 use crate::runner::trace::cpu_seconds;
+use crate::runner::RunOutcome;
 use num_rational::BigRational;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -37,17 +41,10 @@ impl OptimizerWriter for BuiltinWriter {
         let started = Instant::now();
         let cpu_started = cpu_seconds();
         let problem = task.problem;
-        let mut rng = ChaCha8Rng::seed_from_u64(task.seed);
         let total = Allowance::of(task);
-        let run =
-            |program: &Program,
-             from: &[f64],
-             from_exact: &BigRational,
-             allowance: Allowance,
-             index: u64| { run_on(task, program, from, from_exact, allowance, index) };
-
         let mut ledger = Ledger::default();
-        let minimal = run(
+        let minimal = run_on(
+            task,
             task.parent,
             task.start,
             task.start_exact,
@@ -63,76 +60,35 @@ impl OptimizerWriter for BuiltinWriter {
             minimal,
             None,
         );
-        let mut best = 0;
-
-        let weights = harness.edit_weights(&found);
-        let menu = EditMenu::new(&weights);
-        let ctx = EditContext {
-            problem,
-            n: task.start.len(),
-            library: task.library,
-            tune_range: harness.tune_range,
+        let mut exploration = Exploration {
+            task,
+            harness,
+            menu: EditMenu::new(&harness.edit_weights(&found)),
+            edit_context: EditContext {
+                problem,
+                n: task.start.len(),
+                library: task.library,
+                tune_range: harness.tune_range,
+            },
+            rng: ChaCha8Rng::seed_from_u64(task.seed),
+            ledger,
+            best: 0,
         };
         let explore_total = total.scaled(harness.budget.explore);
-        let mut explore_left = explore_total;
-        let mut failures = 0;
-        for i in 0..harness.programs {
-            let allotment = explore_left.scaled(1.0 / (harness.programs - i) as f64);
-            let per_program = explore_total.scaled(1.0 / harness.programs as f64);
-            if allotment.is_empty() || allotment.below(harness.triage, per_program) {
-                break;
-            }
-            let base = match harness.revise {
-                RevisionBase::Parent => task.parent,
-                RevisionBase::Best => &ledger.candidates[best].program,
-            };
-            let Some(menu) = &menu else { break };
-            let mut program = base.clone();
-            let mut applied = Vec::new();
-            for _ in 0..harness.edits_per_program {
-                let kind = menu.draw(&mut rng);
-                if let Some((edited, what)) = edits::apply(kind, &program, &ctx, &mut rng) {
-                    program = edited;
-                    applied.push(what);
-                }
-            }
-            if applied.is_empty() {
-                failures += 1;
-                continue;
-            }
-            let (from, from_exact) = match harness.run_from {
-                RunFrom::Start => (task.start, task.start_exact),
-                RunFrom::Best => {
-                    let candidate = &ledger.candidates[best];
-                    (&candidate.values[..], &candidate.exact)
-                }
-            };
-            let outcome = run(&program, from, from_exact, allotment, 1 + i as u64)?;
-            explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
-            let new_best = ledger.record(
-                problem,
-                Role::Revision,
-                applied,
-                program,
-                outcome,
-                Some(best),
-            );
-            if new_best {
-                best = ledger.candidates.len() - 1;
-                failures = 0;
-            } else {
-                failures += 1;
-            }
-            if harness.stop_after_failures > 0 && failures >= harness.stop_after_failures {
-                break;
-            }
-        }
+        let explore_left = match &harness.racing {
+            Some(racing) => exploration.race(racing, explore_total)?,
+            None => exploration.in_turn(explore_total)?,
+        };
+        let Exploration {
+            mut ledger, best, ..
+        } = exploration;
 
         let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
         if harness.budget.reserve > 0.0 && !reserve.is_empty() {
             let candidate = &ledger.candidates[best];
             let program = candidate.program.clone();
-            let outcome = run(
+            let outcome = run_on(
+                task,
                 &program,
                 &candidate.values,
                 &candidate.exact,
@@ -149,6 +105,111 @@ impl OptimizerWriter for BuiltinWriter {
             started.elapsed().as_secs_f64(),
             cpu_seconds() - cpu_started,
         ))
+    }
+}
+
+/// The exploration phase of one task: what it draws revisions from and what it ran so far.
+pub(super) struct Exploration<'a> {
+    pub task: &'a Assignment<'a>,
+    pub harness: &'a Harness,
+    /// The menu weighted by the rules the parent's evidence fired (`None`: no edit weighs).
+    pub menu: Option<EditMenu>,
+    pub edit_context: EditContext<'a>,
+    /// The task's random stream (edits).
+    pub rng: ChaCha8Rng,
+    pub ledger: Ledger,
+    /// The ledger's best candidate by float score.
+    pub best: usize,
+}
+
+impl Exploration<'_> {
+    /// A revision of the harness's revision base by `edits_per_program` edits from the menu,
+    /// with the edits it applied (empty when none applied); `None` without a menu.
+    pub fn revision(&mut self) -> Option<(Program, Vec<String>)> {
+        let base = match self.harness.revise {
+            RevisionBase::Parent => self.task.parent,
+            RevisionBase::Best => &self.ledger.candidates[self.best].program,
+        };
+        let menu = self.menu.as_ref()?;
+        let mut program = base.clone();
+        let mut applied = Vec::new();
+        for _ in 0..self.harness.edits_per_program {
+            let kind = menu.draw(&mut self.rng);
+            if let Some((edited, what)) =
+                edits::apply(kind, &program, &self.edit_context, &mut self.rng)
+            {
+                program = edited;
+                applied.push(what);
+            }
+        }
+        Some((program, applied))
+    }
+
+    /// The construction a revision runs from (per `run_from`) and its exact score.
+    pub fn incumbent(&self) -> (Vec<f64>, BigRational) {
+        match self.harness.run_from {
+            RunFrom::Start => (self.task.start.to_vec(), self.task.start_exact.clone()),
+            RunFrom::Best => {
+                let candidate = &self.ledger.candidates[self.best];
+                (candidate.values.clone(), candidate.exact.clone())
+            }
+        }
+    }
+
+    /// Records a revision's run; whether it is the new best.
+    pub fn record(&mut self, edits: Vec<String>, program: Program, outcome: RunOutcome) -> bool {
+        let new_best = self.ledger.record(
+            self.task.problem,
+            Role::Revision,
+            edits,
+            program,
+            outcome,
+            Some(self.best),
+        );
+        if new_best {
+            self.best = self.ledger.candidates.len() - 1;
+        }
+        new_best
+    }
+
+    /// Revisions in turn on even splits of `explore_total`; what is left of it.
+    fn in_turn(&mut self, explore_total: Allowance) -> Result<Allowance> {
+        let harness = self.harness;
+        let mut explore_left = explore_total;
+        let mut failures = 0;
+        for i in 0..harness.programs {
+            let allotment = explore_left.scaled(1.0 / (harness.programs - i) as f64);
+            let per_program = explore_total.scaled(1.0 / harness.programs as f64);
+            if allotment.is_empty() || allotment.below(harness.triage, per_program) {
+                break;
+            }
+            let Some((program, applied)) = self.revision() else {
+                break;
+            };
+            if applied.is_empty() {
+                failures += 1;
+                continue;
+            }
+            let (from, from_exact) = self.incumbent();
+            let outcome = run_on(
+                self.task,
+                &program,
+                &from,
+                &from_exact,
+                allotment,
+                1 + i as u64,
+            )?;
+            explore_left = explore_left.minus(outcome.seconds, outcome.evaluations);
+            if self.record(applied, program, outcome) {
+                failures = 0;
+            } else {
+                failures += 1;
+            }
+            if harness.stop_after_failures > 0 && failures >= harness.stop_after_failures {
+                break;
+            }
+        }
+        Ok(explore_left)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod exact_text;
 mod ledger;
 mod llm_answer;
 mod llm_writer;
+mod racing;
 mod verbatim;
 
 pub use builtin::BuiltinWriter;

@@ -13,11 +13,15 @@
 //! or a file of the suite, or embeds construction data.
 //!
 //! An optional `[llm]` section ([`LlmPolicy`]) holds the LLM writer's prompts and context policy;
-//! the built-in writer ignores it, and a harness without one serialises as before.
+//! the built-in writer ignores it, and a harness without one serialises as before. An optional
+//! `[racing]` section ([`Racing`]) makes the exploration a successive-halving race whose first
+//! rung includes the parent unchanged.
 
 mod llm_policy;
+mod racing;
 
 pub use llm_policy::{render, LlmPolicy, OutputKind, PLACEHOLDERS};
+pub use racing::Racing;
 
 use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::error::{MiloError, Result};
@@ -105,6 +109,10 @@ pub struct Harness {
     /// Diagnosis rules, applied in order (boosts multiply).
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// Racing (successive halving) instead of revisions in turn for the exploration share
+    /// (the built-in writer; absent: revisions in turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub racing: Option<Racing>,
     /// The LLM writer's prompts and context policy (the built-in writer ignores it; the LLM
     /// writer uses the default of [`llm_writer_harness`] without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,6 +223,9 @@ impl Harness {
                 return Err(format!("rules[{i}].prefer: names no edit"));
             }
         }
+        if let Some(racing) = &self.racing {
+            racing.check()?;
+        }
         if let Some(llm) = &self.llm {
             llm.check()?;
         }
@@ -275,6 +286,7 @@ impl Harness {
             },
             menu: EditKind::ALL.iter().map(|&k| (k, 1.0)).collect(),
             rules: Vec::new(),
+            racing: None,
             llm: None,
         }
     }

@@ -8,7 +8,7 @@
 
 use super::admission::Verdict;
 use super::evaluation::Evaluation;
-use crate::dir_lock::DirLock;
+use crate::dir_lock::{DirLock, LOCK_FILE};
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::harness::Harness;
 use crate::llm::Usage;
@@ -434,6 +434,11 @@ impl JsonlLineage {
     pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<LineageRecord>)> {
         let path = dir.join(LINEAGE_FILE);
         if !path.is_file() {
+            // A run being created holds its lock before its lineage exists: that is "busy,
+            // held by PID", not "no lineage".
+            if dir.join(LOCK_FILE).is_file() {
+                DirLock::acquire(dir)?;
+            }
             return Err(read_error(&path)(std::io::ErrorKind::NotFound.into()));
         }
         let lock = DirLock::acquire(dir)?;

@@ -7,8 +7,8 @@
 //!
 //! Diagnosis first: it compares the two parents (quality, cost, the tasks each gains on, and the
 //! tasks only the co-parent gains on). The child takes each scalar (programs, edits_per_program,
-//! revise, run_from, tune_range, stop_after_failures, triage, verify_top) whole from one parent
-//! at random; the budget split whole from the higher-quality parent (probability 0.6), the other
+//! revise, run_from, tune_range, stop_after_failures, triage, verify_top, and the `[racing]`
+//! section) whole from one parent at random; the budget split whole from the higher-quality parent (probability 0.6), the other
 //! one (0.2), or averaged share by share (0.2 — the average of two valid splits is valid); each
 //! menu weight from either parent or their average (a kind missing from a parent weighs 0, and a
 //! 0 result leaves the kind out); the rules as the union of both parents' rules deduplicated by
@@ -144,6 +144,12 @@ fn cross(a: &Harness, b: &Harness, b_better: bool, rng: &mut impl Rng) -> DraftC
         triage,
         verify_top
     );
+    // Drawn only when the parents differ, so crossing two harnesses without a race draws as
+    // it did before racing existed.
+    if a.racing != b.racing && rng.gen_bool(0.5) {
+        child.racing = b.racing;
+        from_co.push("racing");
+    }
     let mut lines = vec![if from_co.is_empty() {
         "breeder: every scalar from the parent".to_string()
     } else {
@@ -270,6 +276,7 @@ mod tests {
         );
         either(c.triage, a.triage, b.triage);
         either(c.verify_top, a.verify_top, b.verify_top);
+        either(c.racing, a.racing, b.racing);
         let avg = |x: f64, y: f64| (x + y) / 2.0;
         let budget_avg = (
             avg(a.budget.minimal, b.budget.minimal),

@@ -145,6 +145,9 @@ verify_top = integer ≥ 1 (candidates verified exactly)
 [budget] minimal > 0, explore, reserve: shares in [0, 1] adding up to at most 1
 [menu] weight ≥ 0 per edit kind, at least one positive; edit kinds: {edits}
 [[rules]] when = one evidence kind ({evidence}); prefer = [edit kinds]; boost > 0
+[racing] (optional: exploration as successive halving; the first rung runs the parent unchanged \
+and candidates - 1 revisions from the same construction) candidates = 2–16; first_rung = share \
+of the exploration budget in (0, 1); eta = 2–8 (each rung keeps the best 1/eta)
 
 Rules: the child must differ from its parent and from every rejected harness; it must be \
 general (never name a task, a start or a file, never embed data). The block may hold the whole \

@@ -7,12 +7,13 @@
 //! mostly failing parent revises its parent program instead of chaining from the best, gets
 //! substantially more edits per revision, and a stalled one runs from the task's start; a mostly
 //! gaining parent chains from the best, runs from the best construction, and makes single edits.
+//! Racing ([`Racing`]) is switched on or off, with a small weight either way.
 
 use super::{
     addresses, edit_count, evidence_key, fresh, mean_weight, pick_weighted, round_sig, widened,
     Diagnosis, DraftChild, MutationContext, MutationError, Mutator, Proposal,
 };
-use crate::harness::{kind_key, EditKind, Evidence, Harness, RevisionBase, Rule, RunFrom};
+use crate::harness::{kind_key, EditKind, Evidence, Harness, Racing, RevisionBase, Rule, RunFrom};
 use rand::seq::SliceRandom;
 use rand::Rng;
 
@@ -51,6 +52,7 @@ enum Action {
     DropRule(usize),
     EditsPerProgram(i64),
     SingleEdit,
+    Race(bool),
 }
 
 type Plan = Vec<(f64, (Action, &'static str))>;
@@ -171,6 +173,14 @@ fn plan(parent: &Harness, diagnosis: &Diagnosis) -> Plan {
         0.3,
         (Action::EditsPerProgram(-2), "a different revision size"),
     ));
+    // Neither way wins everywhere (`examples/racing.rs`): a small, even weight.
+    match &parent.racing {
+        None => plan.push((
+            0.3,
+            (Action::Race(true), "race revisions against the parent"),
+        )),
+        Some(_) => plan.push((0.3, (Action::Race(false), "revisions in turn"))),
+    }
     plan
 }
 
@@ -275,6 +285,21 @@ fn apply(h: &mut Harness, action: Action, rng: &mut impl Rng) -> Option<String> 
             set_edits(h, next)
         }
         Action::SingleEdit => set_edits(h, 1),
+        Action::Race(on) => match (on, h.racing) {
+            (true, None) => {
+                let racing = Racing::DEFAULT;
+                h.racing = Some(racing);
+                Some(format!(
+                    "race: {} candidates, first rung {}, eta {}",
+                    racing.candidates, racing.first_rung, racing.eta
+                ))
+            }
+            (false, Some(_)) => {
+                h.racing = None;
+                Some("no race: revisions in turn".into())
+            }
+            _ => None,
+        },
     }
 }
 

@@ -56,6 +56,9 @@ enum Knob {
     Budget(Share, Share),
     Menu(EditKind, Option<bool>),
     Boost(usize, Option<bool>),
+    RaceCandidates(i64),
+    RaceFirstRung(f64),
+    RaceEta(i64),
 }
 
 /// Budget moved by one nudge.
@@ -64,6 +67,8 @@ const BUDGET_STEP: f64 = 0.05;
 const TRIAGE_STEP: f64 = 0.1;
 /// Largest factor one nudge scales the tuning range by.
 const TUNE_RANGE_STEP: f64 = 1.5;
+/// A race's first-rung share moved by one nudge.
+const RACE_RUNG_STEP: f64 = 0.1;
 
 /// The knobs worth nudging for this diagnosis, with weights and reasons.
 fn plan(parent: &Harness, diagnosis: &Diagnosis) -> Vec<(f64, (Knob, &'static str))> {
@@ -95,6 +100,18 @@ fn plan(parent: &Harness, diagnosis: &Diagnosis) -> Vec<(f64, (Knob, &'static st
     }
     for i in 0..parent.rules.len() {
         plan.push((0.1, (Knob::Boost(i, None), background)));
+    }
+    if parent.racing.is_some() {
+        for knob in [
+            Knob::RaceCandidates(1),
+            Knob::RaceCandidates(-1),
+            Knob::RaceFirstRung(RACE_RUNG_STEP),
+            Knob::RaceFirstRung(-RACE_RUNG_STEP),
+            Knob::RaceEta(1),
+            Knob::RaceEta(-1),
+        ] {
+            plan.push((0.2, (knob, background)));
+        }
     }
 
     let dominant = diagnosis.dominant();
@@ -314,6 +331,30 @@ fn apply(h: &mut Harness, knob: Knob, rng: &mut impl Rng) -> Option<String> {
                 rule.boost
             );
             rule.boost = next;
+            Some(line)
+        }
+        Knob::RaceCandidates(step) => {
+            let racing = h.racing.as_mut()?;
+            let next = step_count(racing.candidates, step, 2, 16)?;
+            let line = format!("racing.candidates {} -> {next}", racing.candidates);
+            racing.candidates = next;
+            Some(line)
+        }
+        Knob::RaceEta(step) => {
+            let racing = h.racing.as_mut()?;
+            let next = step_count(racing.eta, step, 2, 8)?;
+            let line = format!("racing.eta {} -> {next}", racing.eta);
+            racing.eta = next;
+            Some(line)
+        }
+        Knob::RaceFirstRung(step) => {
+            let racing = h.racing.as_mut()?;
+            let next = ((racing.first_rung + step) * 1e6).round() / 1e6;
+            if !(next > 0.0 && next < 1.0) {
+                return None;
+            }
+            let line = format!("racing.first_rung {} -> {next}", racing.first_rung);
+            racing.first_rung = next;
             Some(line)
         }
     }

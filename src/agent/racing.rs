@@ -1,0 +1,175 @@
+//! Racing: the built-in agent's exploration as successive halving ([`Racing`]).
+//!
+//! The first rung runs the parent program unchanged and `candidates - 1` revisions from the same
+//! incumbent on `first_rung` of the exploration budget, split evenly. Each later rung keeps the
+//! best `1/eta` entrants by float score (ties: the earlier entrant, the parent first) and runs
+//! each again from its own result, on an even split of an equal share of what is left; the last
+//! entrant standing takes the rest. Every run is a ledger candidate, so the exact verification
+//! at the end sees them all.
+
+use super::builtin::Exploration;
+use super::ledger::{run_on, Allowance};
+use crate::error::Result;
+use crate::harness::Racing;
+use crate::program::Program;
+use num_rational::BigRational;
+
+/// Draws of a revision before a first-rung slot is given up (when no edit applies).
+const REVISION_DRAWS: usize = 3;
+
+/// Seed index of the first race run (the minimal run is 0, the reserve 1,000).
+const FIRST_RUN_INDEX: u64 = 1;
+
+/// One program in the race and where it stands.
+struct Entrant {
+    program: Program,
+    /// What it is: the parent unchanged or the edits that made it.
+    label: Vec<String>,
+    values: Vec<f64>,
+    exact: BigRational,
+    score: f64,
+}
+
+impl Exploration<'_> {
+    /// Races the parent and revisions on `explore_total`; what is left of it.
+    pub(super) fn race(&mut self, racing: &Racing, explore_total: Allowance) -> Result<Allowance> {
+        let (from, from_exact) = self.incumbent();
+        let mut entrants = vec![Entrant {
+            program: self.task.parent.clone(),
+            label: vec!["race: the parent unchanged".to_string()],
+            values: from.clone(),
+            exact: from_exact.clone(),
+            score: f64::NAN,
+        }];
+        for _ in 1..racing.candidates {
+            let drawn = (0..REVISION_DRAWS)
+                .filter_map(|_| self.revision())
+                .find(|(_, applied)| !applied.is_empty());
+            if let Some((program, applied)) = drawn {
+                entrants.push(Entrant {
+                    program,
+                    label: applied,
+                    values: from.clone(),
+                    exact: from_exact.clone(),
+                    score: f64::NAN,
+                });
+            }
+        }
+        let direction = self.task.problem.spec().direction;
+        let rungs = racing.rungs();
+        let mut left = explore_total;
+        let mut index = FIRST_RUN_INDEX;
+        for (rung, &size) in rungs.iter().enumerate() {
+            if rung > 0 {
+                // The best `size` go on (a stable sort keeps the earlier entrant on ties).
+                entrants.sort_by(|a, b| {
+                    if direction.better(&a.score, &b.score) {
+                        std::cmp::Ordering::Less
+                    } else if direction.better(&b.score, &a.score) {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Equal
+                    }
+                });
+                entrants.truncate(size);
+            }
+            let rung_budget = match rung {
+                0 => explore_total.scaled(racing.first_rung),
+                _ => left.scaled(1.0 / (rungs.len() - rung) as f64),
+            };
+            let each = rung_budget.scaled(1.0 / entrants.len() as f64);
+            if each.is_empty() {
+                break;
+            }
+            for entrant in &mut entrants {
+                let outcome = run_on(
+                    self.task,
+                    &entrant.program,
+                    &entrant.values,
+                    &entrant.exact,
+                    each,
+                    index,
+                )?;
+                index += 1;
+                left = left.minus(outcome.seconds, outcome.evaluations);
+                let mut label = entrant.label.clone();
+                if rung > 0 {
+                    label.insert(0, format!("race rung {rung}: continues"));
+                }
+                self.record(label, entrant.program.clone(), outcome);
+                let ran = self.ledger.candidates.last().expect("just recorded");
+                entrant.values.clone_from(&ran.values);
+                entrant.exact.clone_from(&ran.exact);
+                entrant.score = ran.score;
+            }
+        }
+        Ok(left)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::{Assignment, BuiltinWriter, OptimizerWriter, Role};
+    use crate::harness::{seed_harnesses, Racing};
+    use crate::problems::by_slug;
+    use crate::program::Program;
+
+    #[test]
+    fn a_race_runs_the_parent_and_revisions_then_halves_and_is_reproducible() {
+        let problem = by_slug("third-autocorrelation-inequality").unwrap();
+        let values: Vec<f64> = (0..120)
+            .map(|i| {
+                let x = (i as f64 + 0.5) / 120.0;
+                1.0 + 0.3 * (7.0 * x).sin() - 0.2 * x
+            })
+            .collect();
+        let start_exact = problem.score_exact(&values);
+        let parent = Program::parse(
+            include_str!("../../problems/optimizers/lbfgs-cascade.toml")
+                .replace("square", "raw")
+                .as_str(),
+            std::path::Path::new("p.toml"),
+        )
+        .unwrap();
+        let mut harness = seed_harnesses().remove(1);
+        harness.racing = Some(Racing {
+            candidates: 4,
+            first_rung: 0.3,
+            eta: 2,
+        });
+        let assignment = Assignment {
+            problem: problem.as_ref(),
+            start: &values,
+            start_exact: &start_exact,
+            parent: &parent,
+            seconds: None,
+            evaluations: Some(3_000),
+            seed: 5,
+            library: &[],
+            cancel: Default::default(),
+        };
+        let a = BuiltinWriter.solve(&harness, &assignment).unwrap();
+        let b = BuiltinWriter.solve(&harness, &assignment).unwrap();
+        assert_eq!(a.best, b.best, "not reproducible");
+        assert!(a.improved && problem.check(&a.best).is_ok());
+        assert_eq!(problem.score_exact(&a.best), a.best_exact);
+        assert!(a.evaluations <= 3_000 + 100, "{}", a.evaluations);
+        let revisions: Vec<_> = a.runs.iter().filter(|r| r.role == Role::Revision).collect();
+        // Rungs of 4, 2 and 1: seven runs, the parent unchanged first.
+        assert_eq!(revisions.len(), 7, "{:?}", a.runs);
+        assert_eq!(revisions[0].edits, ["race: the parent unchanged"]);
+        for run in &revisions[1..4] {
+            assert!(!run.edits.is_empty() && !run.edits[0].starts_with("race"));
+        }
+        for run in &revisions[4..6] {
+            assert_eq!(run.edits[0], "race rung 1: continues");
+        }
+        assert_eq!(revisions[6].edits[0], "race rung 2: continues");
+        // The winner's run continues from its own result: it is at least as good as every run
+        // of the first rung.
+        let direction = problem.spec().direction;
+        for run in &revisions[..4] {
+            assert!(!direction.better(&run.score, &revisions[6].score));
+        }
+    }
+}
