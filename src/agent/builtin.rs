@@ -110,13 +110,17 @@ impl OptimizerWriter for BuiltinWriter {
 
 /// The exploration phase of one task: what it draws revisions from and what it ran so far.
 pub(super) struct Exploration<'a> {
+    /// The task.
     pub task: &'a Assignment<'a>,
+    /// The harness it follows.
     pub harness: &'a Harness,
     /// The menu weighted by the rules the parent's evidence fired (`None`: no edit weighs).
     pub menu: Option<EditMenu>,
+    /// What edits see: the problem, the construction's length, the library, the tuning range.
     pub edit_context: EditContext<'a>,
     /// The task's random stream (edits).
     pub rng: ChaCha8Rng,
+    /// Every run so far and its candidate.
     pub ledger: Ledger,
     /// The ledger's best candidate by float score.
     pub best: usize,
