@@ -62,15 +62,7 @@ impl Exploration<'_> {
         for (rung, &size) in rungs.iter().enumerate() {
             if rung > 0 {
                 // The best `size` go on (a stable sort keeps the earlier entrant on ties).
-                entrants.sort_by(|a, b| {
-                    if direction.better(&a.score, &b.score) {
-                        std::cmp::Ordering::Less
-                    } else if direction.better(&b.score, &a.score) {
-                        std::cmp::Ordering::Greater
-                    } else {
-                        std::cmp::Ordering::Equal
-                    }
-                });
+                entrants.sort_by(|a, b| direction.best_first(&a.score, &b.score));
                 entrants.truncate(size);
             }
             let rung_budget = match rung {

@@ -137,15 +137,7 @@ pub fn ladder(
             value: m.best.mean,
         }))
         .collect();
-    rungs.sort_by(|x, y| {
-        if direction.better(&x.value, &y.value) {
-            std::cmp::Ordering::Less
-        } else if direction.better(&y.value, &x.value) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+    rungs.sort_by(|x, y| direction.best_first(&x.value, &y.value));
     rungs
 }
 

@@ -25,6 +25,17 @@ impl Direction {
         }
     }
 
+    /// The order that puts the better of `a` and `b` first (equal when neither is better).
+    pub fn best_first<T: PartialOrd>(self, a: &T, b: &T) -> std::cmp::Ordering {
+        if self.better(a, b) {
+            std::cmp::Ordering::Less
+        } else if self.better(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }
+
     /// How much `a` improves on `b` in this direction (negative when it is worse).
     pub fn gain(self, a: f64, b: f64) -> f64 {
         match self {
