@@ -101,6 +101,29 @@ fn a_killed_run_resumes_to_the_same_lineage_as_an_uninterrupted_one() {
     }
     assert!(json["events"].is_array());
 
+    // The count of behaviour-neutral children, recomputed from the raw records.
+    let gains = |evaluation: &Value| -> Vec<f64> {
+        evaluation["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["gain"].as_f64().unwrap())
+            .collect()
+    };
+    let children: Vec<bool> = comparable_records(&whole)
+        .iter()
+        .filter(|r| r["record"] == "node" && !r["parent_evaluation"].is_null())
+        .map(|r| gains(&r["evaluation"]) == gains(&r["parent_evaluation"]))
+        .collect();
+    assert!(!children.is_empty(), "no child was evaluated");
+    let shown = milo(&["lineage", whole.to_str().unwrap()]);
+    let expected = format!(
+        "children with every task's gain equal to their parent's: {} of {}",
+        children.iter().filter(|&&same| same).count(),
+        children.len()
+    );
+    assert!(shown.stdout.contains(&expected), "{}", shown.stdout);
+
     // best.json is the best construction of the whole lineage, as `milo verify` scores it.
     let best_end = comparable_records(&whole)
         .iter()

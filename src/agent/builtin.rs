@@ -2,7 +2,8 @@
 //!
 //! 1. Runs the parent program as it is on the harness's `minimal` share: a valid baseline, and
 //!    the evidence ([`crate::runner::evidence::diagnose`]) that drives the rules.
-//! 2. Explores on the `explore` share, in one of two ways:
+//! 2. Explores on the `explore` share plus what the parent's run left of its own (a parent
+//!    that stops by itself hands its rest on), in one of two ways:
 //!    - in turn (no `[racing]`): writes up to `programs` revisions, each by `edits_per_program`
 //!      edits drawn from the menu weighted by the rules that fired, and runs each on an even
 //!      split of what is left (leftovers roll forward); stops after `stop_after_failures`
@@ -14,7 +15,7 @@
 //! 4. Verifies the `verify_top` best candidates exactly against the start and returns the best
 //!    one the exact scores confirm (or the start).
 
-use super::ledger::{run_on, Allowance, Ledger};
+use super::ledger::{run_on, run_parent, Allowance, Ledger};
 use super::{Assignment, Attempt, OptimizerWriter, Role};
 use crate::error::Result;
 use crate::harness::{Harness, RevisionBase, RunFrom};
@@ -43,14 +44,7 @@ impl OptimizerWriter for BuiltinWriter {
         let problem = task.problem;
         let total = Allowance::of(task);
         let mut ledger = Ledger::default();
-        let minimal = run_on(
-            task,
-            task.parent,
-            task.start,
-            task.start_exact,
-            total.scaled(harness.budget.minimal),
-            0,
-        )?;
+        let (minimal, minimal_left) = run_parent(task, total.scaled(harness.budget.minimal))?;
         let found = evidence::diagnose(&minimal);
         ledger.record(
             problem,
@@ -74,7 +68,7 @@ impl OptimizerWriter for BuiltinWriter {
             ledger,
             best: 0,
         };
-        let explore_total = total.scaled(harness.budget.explore);
+        let explore_total = total.scaled(harness.budget.explore).plus(minimal_left);
         let explore_left = match &harness.racing {
             Some(racing) => exploration.race(racing, explore_total)?,
             None => exploration.in_turn(explore_total)?,
@@ -83,19 +77,9 @@ impl OptimizerWriter for BuiltinWriter {
             mut ledger, best, ..
         } = exploration;
 
-        let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
-        if harness.budget.reserve > 0.0 && !reserve.is_empty() {
-            let candidate = &ledger.candidates[best];
-            let program = candidate.program.clone();
-            let outcome = run_on(
-                task,
-                &program,
-                &candidate.values,
-                &candidate.exact,
-                reserve,
-                1_000,
-            )?;
-            ledger.record(problem, Role::Reserve, vec![], program, outcome, Some(best));
+        if harness.budget.reserve > 0.0 {
+            let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
+            ledger.run_reserve(task, best, reserve)?;
         }
 
         Ok(ledger.finish(
@@ -219,43 +203,39 @@ impl Exploration<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture::TaskFixture;
     use super::*;
     use crate::harness::seed_harnesses;
-    use crate::problems::by_slug;
 
-    fn start(n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|i| {
-                let x = (i as f64 + 0.5) / n as f64;
-                1.0 + 0.3 * (7.0 * x).sin() - 0.2 * x
-            })
-            .collect()
+    #[test]
+    fn a_parent_that_stops_early_hands_the_rest_of_its_share_to_exploration() {
+        // A parent that stops by itself after a few dozen evaluations.
+        let fixture = TaskFixture::with_parent(
+            "name = \"short\"\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\n\
+             betas = [1e3]\niterations = 20\n",
+        );
+        let mut harness = seed_harnesses()[0].clone();
+        harness.budget.minimal = 0.9;
+        harness.budget.explore = 0.01;
+        harness.budget.reserve = 0.0;
+        harness.stop_after_failures = 0;
+        let attempt = BuiltinWriter
+            .solve(&harness, &fixture.assignment(2_000, 5))
+            .unwrap();
+        let parent_run = &attempt.runs[0];
+        assert!(parent_run.evaluations < 200, "{}", parent_run.evaluations);
+        let explored: u64 = attempt.runs[1..].iter().map(|r| r.evaluations).sum();
+        // The explore share alone is 20 evaluations.
+        assert!(explored > 20, "revisions ran {explored} evaluations");
+        assert!(attempt.evaluations <= 2_000 + 50, "{}", attempt.evaluations);
     }
 
     #[test]
     fn each_seed_harness_returns_a_verified_valid_result_reproducibly() {
-        let problem = by_slug("third-autocorrelation-inequality").unwrap();
-        let values = start(120);
-        let start_exact = problem.score_exact(&values);
-        let parent = Program::parse(
-            include_str!("../../problems/optimizers/lbfgs-cascade.toml")
-                .replace("square", "raw")
-                .as_str(),
-            std::path::Path::new("p.toml"),
-        )
-        .unwrap();
+        let fixture = TaskFixture::cascade();
+        let problem = fixture.problem.as_ref();
         for harness in seed_harnesses() {
-            let assignment = Assignment {
-                problem: problem.as_ref(),
-                start: &values,
-                start_exact: &start_exact,
-                parent: &parent,
-                seconds: None,
-                evaluations: Some(1_500),
-                seed: 11,
-                library: &[],
-                cancel: Default::default(),
-            };
+            let assignment = fixture.assignment(1_500, 11);
             let a = BuiltinWriter.solve(&harness, &assignment).unwrap();
             let b = BuiltinWriter.solve(&harness, &assignment).unwrap();
             assert_eq!(a.best, b.best, "{}: not reproducible", harness.name);
@@ -266,7 +246,10 @@ mod tests {
                 "{}: no gain on an unoptimized start",
                 harness.name
             );
-            assert!(problem.spec().direction.better(&a.best_exact, &start_exact));
+            assert!(problem
+                .spec()
+                .direction
+                .better(&a.best_exact, &fixture.start_exact));
             assert!(
                 a.evaluations <= 1_500 + 50,
                 "{}: {}",

@@ -97,6 +97,28 @@ pub(super) fn run_on(
     )
 }
 
+/// The seed index of the reserve's run (the minimal run is 0, revisions count up from 1).
+const RESERVE_SEED: u64 = 1_000;
+
+/// Runs the task's parent program unchanged from the start on `allowance`: the minimal run
+/// every writer makes first. Returns its outcome and what it left of `allowance` (a parent
+/// that stops by itself hands the rest on to exploration).
+pub(super) fn run_parent(
+    task: &Assignment,
+    allowance: Allowance,
+) -> Result<(RunOutcome, Allowance)> {
+    let outcome = run_on(
+        task,
+        task.parent,
+        task.start,
+        task.start_exact,
+        allowance,
+        0,
+    )?;
+    let left = allowance.minus(outcome.seconds, outcome.evaluations);
+    Ok((outcome, left))
+}
+
 /// A construction the agent may return, with the program that made it.
 pub(super) struct Candidate {
     pub values: Vec<f64>,
@@ -156,6 +178,38 @@ impl Ledger {
             program,
         });
         new_best
+    }
+
+    /// Runs candidate `best`'s program again from its construction on `reserve` and records it: the reserve's polish. Nothing runs when `reserve` is empty or
+    /// the task is cancelled.
+    pub fn run_reserve(
+        &mut self,
+        task: &Assignment,
+        best: usize,
+        reserve: Allowance,
+    ) -> Result<()> {
+        if reserve.is_empty() || task.cancel.is_cancelled() {
+            return Ok(());
+        }
+        let candidate = &self.candidates[best];
+        let program = candidate.program.clone();
+        let outcome = run_on(
+            task,
+            &program,
+            &candidate.values,
+            &candidate.exact,
+            reserve,
+            RESERVE_SEED,
+        )?;
+        self.record(
+            task.problem,
+            Role::Reserve,
+            vec![],
+            program,
+            outcome,
+            Some(best),
+        );
+        Ok(())
     }
 
     /// Records a revision that produced no candidate (the model's answer was unusable or its

@@ -20,7 +20,7 @@
 //! Budgets count the programs' runs only; the model's time is not charged to them. Its tokens
 //! are the attempt's [`Attempt::usage`].
 
-use super::ledger::{run_on, Allowance, Ledger};
+use super::ledger::{run_on, run_parent, Allowance, Ledger};
 use super::llm_answer::{one_line, program_of};
 use super::{Assignment, Attempt, OptimizerWriter, Role};
 use crate::construction::json::to_json;
@@ -28,7 +28,6 @@ use crate::error::Result;
 use crate::exact::rational::decimal_string;
 use crate::harness::{llm_writer_harness, render, Harness, LlmPolicy, RunFrom};
 use crate::llm::{Attachment, ChatMessage, ChatRequest, ModelPool, Speaker};
-use crate::program::Program;
 use crate::runner::trace::cpu_seconds;
 use crate::runner::{derive_seed, evidence};
 use sha2::{Digest, Sha256};
@@ -48,8 +47,6 @@ impl LlmWriter {
 
 /// Index offset of the answers' run seeds (the parent's run is 0, the reserve 1000).
 const ANSWER_SEEDS: u64 = 1;
-/// Index of the reserve run's seed, as the built-in writer's.
-const RESERVE_SEED: u64 = 1_000;
 
 impl OptimizerWriter for LlmWriter {
     fn name(&self) -> &str {
@@ -69,14 +66,7 @@ impl OptimizerWriter for LlmWriter {
         let direction = problem.spec().direction;
         let total = Allowance::of(task);
         let mut ledger = Ledger::default();
-        let minimal = run_on(
-            task,
-            task.parent,
-            task.start,
-            task.start_exact,
-            total.scaled(harness.budget.minimal),
-            0,
-        )?;
+        let (minimal, minimal_left) = run_parent(task, total.scaled(harness.budget.minimal))?;
         let found = evidence::diagnose(&minimal);
         let parent_result = format!(
             "score {:.12} after {} objective evaluations ({})",
@@ -98,7 +88,7 @@ impl OptimizerWriter for LlmWriter {
         );
         let mut best = 0;
 
-        let explore_total = total.scaled(harness.budget.explore);
+        let explore_total = total.scaled(harness.budget.explore).plus(minimal_left);
         let prompt = Prompt::new(task, &policy, &found, &parent_result, explore_total);
         let mut messages = vec![
             ChatMessage::new(Speaker::System, prompt.fill(&policy.system, "")),
@@ -208,19 +198,9 @@ impl OptimizerWriter for LlmWriter {
             ));
         }
 
-        let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
-        if harness.budget.reserve > 0.0 && !reserve.is_empty() && !task.cancel.is_cancelled() {
-            let candidate = &ledger.candidates[best];
-            let program: Program = candidate.program.clone();
-            let outcome = run_on(
-                task,
-                &program,
-                &candidate.values,
-                &candidate.exact,
-                reserve,
-                RESERVE_SEED,
-            )?;
-            ledger.record(problem, Role::Reserve, vec![], program, outcome, Some(best));
+        if harness.budget.reserve > 0.0 {
+            let reserve = total.scaled(harness.budget.reserve).plus(explore_left);
+            ledger.run_reserve(task, best, reserve)?;
         }
         Ok(ledger.finish(
             task,

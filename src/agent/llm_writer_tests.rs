@@ -7,6 +7,7 @@ use crate::harness::{llm_writer_harness, Harness};
 use crate::llm::scripted::ScriptedBackend;
 use crate::llm::{ChatBackend, Completion, LlmError, Usage};
 use crate::problems::{by_slug, Problem};
+use crate::program::Program;
 use num_rational::BigRational;
 use std::sync::Arc;
 

@@ -10,6 +10,8 @@
 
 mod builtin;
 pub mod exact_text;
+#[cfg(test)]
+mod fixture;
 mod ledger;
 mod llm_answer;
 mod llm_writer;

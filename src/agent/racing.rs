@@ -101,45 +101,21 @@ impl Exploration<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::agent::{Assignment, BuiltinWriter, OptimizerWriter, Role};
+    use crate::agent::fixture::TaskFixture;
+    use crate::agent::{BuiltinWriter, OptimizerWriter, Role};
     use crate::harness::{seed_harnesses, Racing};
-    use crate::problems::by_slug;
-    use crate::program::Program;
 
     #[test]
     fn a_race_runs_the_parent_and_revisions_then_halves_and_is_reproducible() {
-        let problem = by_slug("third-autocorrelation-inequality").unwrap();
-        let values: Vec<f64> = (0..120)
-            .map(|i| {
-                let x = (i as f64 + 0.5) / 120.0;
-                1.0 + 0.3 * (7.0 * x).sin() - 0.2 * x
-            })
-            .collect();
-        let start_exact = problem.score_exact(&values);
-        let parent = Program::parse(
-            include_str!("../../problems/optimizers/lbfgs-cascade.toml")
-                .replace("square", "raw")
-                .as_str(),
-            std::path::Path::new("p.toml"),
-        )
-        .unwrap();
+        let fixture = TaskFixture::cascade();
+        let problem = fixture.problem.as_ref();
         let mut harness = seed_harnesses().remove(1);
         harness.racing = Some(Racing {
             candidates: 4,
             first_rung: 0.3,
             eta: 2,
         });
-        let assignment = Assignment {
-            problem: problem.as_ref(),
-            start: &values,
-            start_exact: &start_exact,
-            parent: &parent,
-            seconds: None,
-            evaluations: Some(3_000),
-            seed: 5,
-            library: &[],
-            cancel: Default::default(),
-        };
+        let assignment = fixture.assignment(3_000, 5);
         let a = BuiltinWriter.solve(&harness, &assignment).unwrap();
         let b = BuiltinWriter.solve(&harness, &assignment).unwrap();
         assert_eq!(a.best, b.best, "not reproducible");

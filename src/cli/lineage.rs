@@ -40,6 +40,7 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
                     "round": n.round,
                     "mutator": n.mutator,
                     "admitted": n.admitted(),
+                    "same_gains_as_parent": n.same_gains_as_parent(),
                     "quality": n.evaluation.fitness.quality,
                     "cost": n.evaluation.fitness.cost,
                     "latency": n.evaluation.fitness.latency,
@@ -136,6 +137,18 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         state.failures.len(),
         state.islands.len()
     )?;
+    let neutral: Vec<bool> = state
+        .nodes
+        .iter()
+        .filter_map(|n| n.same_gains_as_parent())
+        .collect();
+    if !neutral.is_empty() {
+        out!(
+            "children with every task's gain equal to their parent's: {} of {}",
+            neutral.iter().filter(|&&same| same).count(),
+            neutral.len()
+        )?;
+    }
     let mut spent = Usage::default();
     for usage in state.nodes.iter().map(|n| n.total_usage()) {
         spent += usage;

@@ -476,7 +476,7 @@ mod tests {
         // … and everything where one did.
         assert!(!parent.same_behaviour(&boosted, &[vec![], vec![Evidence::Stalled]]));
         let mut split = parent.clone();
-        split.budget.reserve = 0.1;
+        split.budget.reserve = parent.budget.reserve / 2.0;
         assert!(!parent.same_behaviour(&split, &[]));
     }
 

@@ -197,6 +197,15 @@ impl NodeRecord {
         }
         spent
     }
+
+    /// Whether the child behaved exactly as its parent: every task's gain equal to the
+    /// parent's re-run on the same tasks and seeds (a behaviour-neutral mutation). `None` for
+    /// a node without the parent's re-run (seed nodes, older lineages).
+    pub fn same_gains_as_parent(&self) -> Option<bool> {
+        let parent = self.parent_evaluation.as_ref()?;
+        let gains = |e: &Evaluation| e.tasks.iter().map(|t| t.gain).collect::<Vec<f64>>();
+        Some(gains(parent) == gains(&self.evaluation))
+    }
 }
 
 /// An orchestrator move.
