@@ -180,8 +180,8 @@ impl Ledger {
         new_best
     }
 
-    /// Runs candidate `best`'s program again from its construction on `reserve` and records it: the reserve's polish. Nothing runs when `reserve` is empty or
-    /// the task is cancelled.
+    /// Runs candidate `best`'s program again from its construction on `reserve` and records
+    /// it: the reserve's polish. Nothing runs when `reserve` is empty or the task is cancelled.
     pub fn run_reserve(
         &mut self,
         task: &Assignment,
@@ -249,16 +249,7 @@ impl Ledger {
             usage,
         } = self;
         let mut order: Vec<usize> = (0..candidates.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (x, y) = (candidates[a].score, candidates[b].score);
-            if direction.better(&x, &y) {
-                std::cmp::Ordering::Less
-            } else if direction.better(&y, &x) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
+        order.sort_by(|&a, &b| direction.best_first(&candidates[a].score, &candidates[b].score));
         let chosen = order
             .iter()
             .take(verify_top)

@@ -2,13 +2,12 @@
 //! that fail, a silent backend; what is fed back and what the tokens add up to.
 
 use super::*;
+use crate::agent::fixture::{smooth_start, TaskFixture};
 use crate::agent::ProgramRun;
 use crate::harness::{llm_writer_harness, Harness};
 use crate::llm::scripted::ScriptedBackend;
 use crate::llm::{ChatBackend, Completion, LlmError, Usage};
-use crate::problems::{by_slug, Problem};
 use crate::program::Program;
-use num_rational::BigRational;
 use std::sync::Arc;
 
 /// A scripted backend the test keeps a handle on after the pool takes it.
@@ -49,51 +48,12 @@ iterations = 5
 kind = "finalize"
 "#;
 
-struct Case {
-    problem: Box<dyn Problem>,
-    start: Vec<f64>,
-    start_exact: BigRational,
-    parent: Program,
+/// The third problem from a smooth 60-value start, with [`PARENT`] as the parent.
+fn case() -> TaskFixture {
+    TaskFixture::new("third-autocorrelation-inequality", smooth_start(60), PARENT)
 }
 
-impl Case {
-    fn new() -> Case {
-        let start: Vec<f64> = (0..60)
-            .map(|i| {
-                let x = (i as f64 + 0.5) / 60.0;
-                1.0 + 0.3 * (7.0 * x).sin() - 0.2 * x
-            })
-            .collect();
-        Case::with("third-autocorrelation-inequality", start)
-    }
-
-    /// The case of the problem `slug` started from `start`.
-    fn with(slug: &str, start: Vec<f64>) -> Case {
-        let problem = by_slug(slug).unwrap();
-        let start_exact = problem.score_exact(&start);
-        let parent = Program::parse(PARENT, std::path::Path::new("p.toml")).unwrap();
-        Case {
-            problem,
-            start,
-            start_exact,
-            parent,
-        }
-    }
-
-    fn assignment(&self) -> Assignment<'_> {
-        Assignment {
-            problem: self.problem.as_ref(),
-            start: &self.start,
-            start_exact: &self.start_exact,
-            parent: &self.parent,
-            seconds: None,
-            evaluations: Some(3_000),
-            seed: 7,
-            library: &[],
-            cancel: Default::default(),
-        }
-    }
-
+impl TaskFixture {
     /// Solves with a model answering `replies` under `harness`; the attempt and the requests.
     fn solve(&self, harness: &Harness, replies: Vec<&str>) -> (Attempt, Vec<ChatRequest>) {
         let scripted = Arc::new(ScriptedBackend::new(
@@ -102,7 +62,7 @@ impl Case {
         ));
         let pool = ModelPool::new(vec![(1.0, Box::new(Shared(scripted.clone())))]);
         let attempt = LlmWriter::new(pool)
-            .solve(harness, &self.assignment())
+            .solve(harness, &self.assignment(3_000, 7))
             .unwrap();
         (attempt, scripted.requests())
     }
@@ -133,7 +93,7 @@ fn total(usages: impl Iterator<Item = Usage>) -> Usage {
 
 #[test]
 fn a_good_program_is_run_and_its_result_verified() {
-    let case = Case::new();
+    let case = case();
     let (attempt, requests) = case.solve(&harness(3, false), vec![GOOD]);
     assert_eq!(requests.len(), 1);
     let user = &requests[0].messages[1].content;
@@ -170,7 +130,7 @@ fn a_good_program_is_run_and_its_result_verified() {
 
 #[test]
 fn garbage_then_a_good_program_feeds_the_error_back() {
-    let case = Case::new();
+    let case = case();
     let (attempt, requests) = case.solve(&harness(3, false), vec!["I cannot help.", GOOD]);
     assert_eq!(requests.len(), 2);
     let second = &requests[1].messages;
@@ -196,7 +156,7 @@ fn garbage_then_a_good_program_feeds_the_error_back() {
 
 #[test]
 fn an_invalid_program_is_fed_back_with_its_error() {
-    let case = Case::new();
+    let case = case();
     let (attempt, requests) = case.solve(&harness(2, false), vec![INVALID, GOOD]);
     let error = revisions(&attempt)[0].error.clone().unwrap();
     assert!(error.contains("teleport"), "{error}");
@@ -207,7 +167,7 @@ fn an_invalid_program_is_fed_back_with_its_error() {
 
 #[test]
 fn when_every_answer_is_unusable_the_parents_result_is_kept() {
-    let case = Case::new();
+    let case = case();
     let h = harness(3, false);
     let (attempt, requests) = case.solve(&h, vec!["", INVALID, "```toml\nname = 3\n"]);
     assert_eq!(requests.len(), 3);
@@ -222,7 +182,7 @@ fn when_every_answer_is_unusable_the_parents_result_is_kept() {
 
 #[test]
 fn a_run_that_does_not_improve_is_fed_back_when_an_improvement_is_required() {
-    let case = Case::new();
+    let case = case();
     // `trim` on a construction with no zero ends changes nothing: it runs but cannot improve.
     let idle = "```toml\nname = \"idle\"\n[[steps]]\nkind = \"trim\"\n```";
     let (attempt, requests) = case.solve(&harness(3, true), vec![idle, GOOD]);
@@ -237,7 +197,7 @@ fn a_run_that_does_not_improve_is_fed_back_when_an_improvement_is_required() {
 
 #[test]
 fn tokens_add_up_over_every_answer_and_a_silent_backend_is_a_recorded_failure() {
-    let case = Case::new();
+    let case = case();
     let (attempt, requests) = case.solve(&harness(3, false), vec!["nothing", INVALID, GOOD]);
     let replies = ["nothing", INVALID, GOOD];
     let expected = Usage {
@@ -271,7 +231,7 @@ fn tokens_add_up_over_every_answer_and_a_silent_backend_is_a_recorded_failure() 
 
 #[test]
 fn an_attempt_is_reproducible_and_reads_back_from_json() {
-    let case = Case::new();
+    let case = case();
     let (a, _) = case.solve(&harness(2, false), vec![INVALID, GOOD]);
     let (b, _) = case.solve(&harness(2, false), vec![INVALID, GOOD]);
     assert_eq!(a.best, b.best);
@@ -333,7 +293,7 @@ fn in_script_mode_a_crashing_script_is_fed_back_and_a_good_one_improves() {
     // A flat start with one tall spike: clipping at the median lowers the first problem's score.
     let mut start = vec![1.0; 40];
     start[20] = 20.0;
-    let case = Case::with("first-autocorrelation-inequality", start);
+    let case = TaskFixture::new("first-autocorrelation-inequality", start, PARENT);
     let mut h = harness(3, false);
     h.llm.as_mut().unwrap().output = crate::harness::OutputKind::Script;
     h.run_from = crate::harness::RunFrom::Start;
