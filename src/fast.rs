@@ -31,24 +31,36 @@ pub struct FloatConvolution {
     pub error_bound: f64,
 }
 
-thread_local! {
-    /// One planner per thread: it caches plans (twiddle tables) by length across calls.
-    static PLANNER: std::cell::RefCell<RealFftPlanner<f64>> =
-        std::cell::RefCell::new(RealFftPlanner::new());
-}
-
-/// The forward and inverse real-FFT plans of length `len`, from this thread's cached planner
-/// (planning computes twiddle tables: a short run that builds many workspaces of one length
-/// would otherwise spend most of its time there).
-pub fn real_fft_plans(
-    len: usize,
-) -> (
+/// A forward and an inverse real-FFT plan of one length.
+pub type RealFftPlans = (
     std::sync::Arc<dyn realfft::RealToComplex<f64>>,
     std::sync::Arc<dyn realfft::ComplexToReal<f64>>,
-) {
-    PLANNER.with(|planner| {
-        let mut planner = planner.borrow_mut();
-        (planner.plan_fft_forward(len), planner.plan_fft_inverse(len))
+);
+
+thread_local! {
+    /// This thread's plans by length (planning computes twiddle tables: a short run that
+    /// builds many workspaces of one length would otherwise spend most of its time there).
+    static PLANS: std::cell::RefCell<std::collections::HashMap<usize, RealFftPlans>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The forward and inverse real-FFT plans of length `len`, cached on this thread.
+///
+/// Each length is planned by a fresh planner, because rustfft's planner builds a length's
+/// plan on top of the sub-FFTs it has already cached: one planner shared across lengths would
+/// give a length a different factorisation (and results different in the last bits) depending
+/// on which lengths the thread planned before, so a resumed run would drift from an
+/// uninterrupted one.
+pub fn real_fft_plans(len: usize) -> RealFftPlans {
+    PLANS.with(|plans| {
+        plans
+            .borrow_mut()
+            .entry(len)
+            .or_insert_with(|| {
+                let mut planner = RealFftPlanner::new();
+                (planner.plan_fft_forward(len), planner.plan_fft_inverse(len))
+            })
+            .clone()
     })
 }
 
@@ -100,10 +112,7 @@ pub fn convolve(a: &[f64], b: &[f64]) -> FloatConvolution {
     }
     let out_len = a.len() + b.len() - 1;
     let n = fft_len(out_len);
-    let (forward, inverse) = PLANNER.with(|planner| {
-        let mut planner = planner.borrow_mut();
-        (planner.plan_fft_forward(n), planner.plan_fft_inverse(n))
-    });
+    let (forward, inverse) = real_fft_plans(n);
     let spectrum = |x: &[f64]| {
         let mut input = forward.make_input_vec();
         input[..x.len()].copy_from_slice(x);
@@ -208,6 +217,40 @@ mod tests {
             }
         }
         c
+    }
+
+    #[test]
+    fn a_convolution_does_not_depend_on_the_lengths_planned_before_it() {
+        // rustfft's planner builds a length on the sub-FFTs it has cached: on one planner per
+        // thread, planning 1,728 first changed how 432 was factorised (and its last bits).
+        let values = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|i| ((i * 7919 % 1013) as f64).sin() + 1.5)
+                .collect()
+        };
+        let on_fresh_thread = |planned_before: Vec<usize>, n: usize| {
+            std::thread::spawn(move || {
+                for m in planned_before {
+                    autoconvolve(&values(m));
+                }
+                autoconvolve(&values(n)).values
+            })
+            .join()
+            .unwrap()
+        };
+        // FFT lengths 432 and 576, each after a length that contains it as a sub-FFT.
+        for (n, before) in [(216, 864), (288, 1_152), (864, 216), (1_152, 288)] {
+            assert_eq!(fft_len(2 * n - 1) % 144, 0);
+            let fresh = on_fresh_thread(vec![], n);
+            let after_other = on_fresh_thread(vec![before], n);
+            assert!(
+                fresh
+                    .iter()
+                    .zip(&after_other)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "n = {n}: the convolution changed with the length planned before it"
+            );
+        }
     }
 
     #[test]

@@ -15,10 +15,10 @@
 //! 4. Verifies the `verify_top` best candidates exactly against the start and returns the best
 //!    one the exact scores confirm (or the start).
 
-use super::ledger::{run_on, run_parent, Allowance, Ledger};
+use super::ledger::{run_on, run_parent, Allowance, Candidate, Ledger};
 use super::{Assignment, Attempt, OptimizerWriter, Role};
 use crate::error::Result;
-use crate::harness::{Harness, RevisionBase, RunFrom};
+use crate::harness::{Evidence, Harness, RevisionBase, RunFrom};
 use crate::program::edits::{self, EditContext, EditMenu};
 use crate::program::Program;
 use crate::runner::evidence;
@@ -54,20 +54,7 @@ impl OptimizerWriter for BuiltinWriter {
             minimal,
             None,
         );
-        let mut exploration = Exploration {
-            task,
-            harness,
-            menu: EditMenu::new(&harness.edit_weights(&found)),
-            edit_context: EditContext {
-                problem,
-                n: task.start.len(),
-                library: task.library,
-                tune_range: harness.tune_range,
-            },
-            rng: ChaCha8Rng::seed_from_u64(task.seed),
-            ledger,
-            best: 0,
-        };
+        let mut exploration = Exploration::new(task, harness, &found, ledger);
         let explore_total = total.scaled(harness.budget.explore).plus(minimal_left);
         let explore_left = match &harness.racing {
             Some(racing) => exploration.race(racing, explore_total)?,
@@ -90,6 +77,34 @@ impl OptimizerWriter for BuiltinWriter {
             cpu_seconds() - cpu_started,
         ))
     }
+
+    /// The revisions exploration would draw, as if none beat the parent: exact for
+    /// `revise = "parent"`, and up to the first new best for `revise = "best"`. In turn it
+    /// draws all `programs` (a run may stop earlier); racing draws its entrants.
+    fn plan(
+        &self,
+        harness: &Harness,
+        task: &Assignment,
+        evidence: &[Evidence],
+    ) -> Option<Vec<String>> {
+        let mut ledger = Ledger::default();
+        ledger.candidates.push(Candidate {
+            values: task.start.to_vec(),
+            exact: task.start_exact.clone(),
+            score: f64::NAN,
+            program: task.parent.clone(),
+        });
+        let mut exploration = Exploration::new(task, harness, evidence, ledger);
+        let drawn: Vec<(Program, Vec<String>)> = match &harness.racing {
+            Some(racing) => (1..racing.candidates)
+                .filter_map(|_| exploration.entrant())
+                .collect(),
+            None => (0..harness.programs)
+                .filter_map(|_| exploration.revision())
+                .collect(),
+        };
+        Some(drawn.iter().map(|(program, _)| program.to_toml()).collect())
+    }
 }
 
 /// The exploration phase of one task: what it draws revisions from and what it ran so far.
@@ -110,7 +125,31 @@ pub(super) struct Exploration<'a> {
     pub best: usize,
 }
 
-impl Exploration<'_> {
+impl<'a> Exploration<'a> {
+    /// Exploration of `task` under `harness` after the parent's run (which showed `evidence`
+    /// and is `ledger`'s first candidate), its random stream keyed on the task's seed.
+    fn new(
+        task: &'a Assignment<'a>,
+        harness: &'a Harness,
+        evidence: &[Evidence],
+        ledger: Ledger,
+    ) -> Self {
+        Exploration {
+            task,
+            harness,
+            menu: EditMenu::new(&harness.edit_weights(evidence)),
+            edit_context: EditContext {
+                problem: task.problem,
+                n: task.start.len(),
+                library: task.library,
+                tune_range: harness.tune_range,
+            },
+            rng: ChaCha8Rng::seed_from_u64(task.seed),
+            ledger,
+            best: 0,
+        }
+    }
+
     /// A revision of the harness's revision base by `edits_per_program` edits from the menu,
     /// with the edits it applied (empty when none applied); `None` without a menu.
     pub fn revision(&mut self) -> Option<(Program, Vec<String>)> {

@@ -165,6 +165,19 @@ pub trait OptimizerWriter: Send + Sync {
     /// Revises the assignment's parent program under `harness`, runs what it wrote, and returns
     /// the best construction it verified.
     fn solve(&self, harness: &Harness, assignment: &Assignment) -> Result<Attempt>;
+
+    /// The programs the writer would revise the parent into on `assignment` under `harness`
+    /// when the parent's run shows `evidence`, as program text, known without running any
+    /// program; `None` when the writer cannot tell beforehand. The search's dry run compares a
+    /// child harness's plans with its parent's before it pays for an evaluation.
+    fn plan(
+        &self,
+        _harness: &Harness,
+        _assignment: &Assignment,
+        _evidence: &[Evidence],
+    ) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// A run's work: each stage's objective evaluations times its construction's size.

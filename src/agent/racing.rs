@@ -42,10 +42,7 @@ impl Exploration<'_> {
             score: f64::NAN,
         }];
         for _ in 1..racing.candidates {
-            let drawn = (0..REVISION_DRAWS)
-                .filter_map(|_| self.revision())
-                .find(|(_, applied)| !applied.is_empty());
-            if let Some((program, applied)) = drawn {
+            if let Some((program, applied)) = self.entrant() {
                 entrants.push(Entrant {
                     program,
                     label: applied,
@@ -96,6 +93,14 @@ impl Exploration<'_> {
             }
         }
         Ok(left)
+    }
+
+    /// A revision for a first-rung slot: the first of `REVISION_DRAWS` draws where an edit
+    /// applied (`None`: none did, or there is no menu).
+    pub(super) fn entrant(&mut self) -> Option<(Program, Vec<String>)> {
+        (0..REVISION_DRAWS)
+            .filter_map(|_| self.revision())
+            .find(|(_, applied)| !applied.is_empty())
     }
 }
 

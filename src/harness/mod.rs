@@ -291,25 +291,42 @@ impl Harness {
         }
     }
 
-    /// Whether the built-in agent behaves identically under `self` and `other` on tasks whose
-    /// parent run shows one of the `evidence` sets — a dry run, without an objective evaluation:
-    /// every setting but the name and description is equal, and so is the menu as weighted by
-    /// the rules under each evidence set (with no set given, under no evidence).
-    pub fn same_behaviour(&self, other: &Harness, evidence: &[Vec<Evidence>]) -> bool {
-        let policy = |h: &Harness| Harness {
+    /// Whether `self` and `other` spend a task's budget alike: every setting is equal but the
+    /// name, the description, what decides the edits (menu, rules, tuning range) and two that
+    /// this treats as never deciding: `verify_top` (it matters only when the best candidate's
+    /// exact score fails to confirm its float score) and `triage` (it fires only when earlier
+    /// revisions overspent their even allotments by more than the rest of the share). Whether
+    /// the edits are alike is for a writer's plans to tell
+    /// ([`crate::agent::OptimizerWriter::plan`]).
+    pub fn same_run_settings(&self, other: &Harness) -> bool {
+        let settings = |h: &Harness| Harness {
             name: String::new(),
             description: String::new(),
             menu: BTreeMap::new(),
             rules: Vec::new(),
+            tune_range: 0.0,
+            verify_top: 0,
+            triage: 0.0,
             ..h.clone()
         };
+        settings(self) == settings(other)
+    }
+
+    /// Whether any writer behaves identically under `self` and `other` on tasks whose parent
+    /// run shows one of the `evidence` sets, judged from the settings alone: the same run
+    /// settings, tuning range, `verify_top` and `triage`, and the same menu as weighted by the rules under
+    /// each evidence set (with no set given, under no evidence).
+    pub fn same_behaviour(&self, other: &Harness, evidence: &[Vec<Evidence>]) -> bool {
         let none = [Vec::new()];
         let sets = if evidence.is_empty() {
             &none[..]
         } else {
             evidence
         };
-        policy(self) == policy(other)
+        self.same_run_settings(other)
+            && self.tune_range == other.tune_range
+            && self.verify_top == other.verify_top
+            && self.triage == other.triage
             && sets
                 .iter()
                 .all(|e| self.edit_weights(e) == other.edit_weights(e))

@@ -20,9 +20,11 @@
 //! - this file: the run (start, resume, rounds, stopping, the orchestrator's consultation);
 //! - `step.rs`: one island's step and an island's seed node;
 //! - `compounding.rs`: a round's tasks, candidate starts, promotions;
+//! - `dry_run.rs`: whether a child harness would behave as its parent, before it is evaluated;
 //! - `outputs.rs`: `best.json` and `discoveries/`.
 
 mod compounding;
+mod dry_run;
 mod outputs;
 mod step;
 #[cfg(test)]

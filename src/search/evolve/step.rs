@@ -1,7 +1,9 @@
 //! One island's step of a round (select a parent, mutate, evaluate, admit or reject, record,
 //! validate the island's best) and an island's seed node, with the evaluations they make.
 
+use super::dry_run::DryRun;
 use super::{diff, Search, SearchObserver};
+use crate::agent::writer_by_name;
 use crate::error::Result;
 use crate::harness::{seed_harnesses_for, Evidence, Harness};
 use crate::llm::Usage;
@@ -328,6 +330,15 @@ impl Search {
             .iter()
             .map(|t| t.evidence.clone())
             .collect();
+        let library = self.library(island);
+        let writer = writer_by_name(&config.writer, config.agents.as_ref()).ok();
+        let dry_run = DryRun {
+            writer: writer.as_deref(),
+            problem: self.suite.problem.as_ref(),
+            library: &library,
+            tasks: &refs,
+            evidence: &evidence,
+        };
         let mut identical = 0;
         // Tokens of every proposal, the re-proposed ones included.
         let mut spent = Usage::default();
@@ -335,7 +346,7 @@ impl Search {
             match mutator.propose(&ctx) {
                 Ok(p)
                     if identical + 1 < DRY_RUN_TRIES
-                        && p.harness.same_behaviour(harness_of(parent), &evidence) =>
+                        && dry_run.behaves_alike(&p.harness, harness_of(parent)) =>
                 {
                     spent += p.usage;
                     identical += 1;
@@ -376,7 +387,7 @@ impl Search {
         let forbidden = self.forbidden_words();
         let unevaluated = match child.check_general(&forbidden) {
             Err(reason) => Some(format!("not general: {reason}")),
-            Ok(()) if child.same_behaviour(&parent_harness, &evidence) => Some(format!(
+            Ok(()) if dry_run.behaves_alike(&child, &parent_harness) => Some(format!(
                 "behaves as its parent on the evidence of its runs (dry run, {DRY_RUN_TRIES} \
                  proposals): not evaluated"
             )),
