@@ -342,20 +342,18 @@ impl Search {
         let mut identical = 0;
         // Tokens of every proposal, the re-proposed ones included.
         let mut spent = Usage::default();
-        let mut proposal = loop {
+        let (mut proposal, behaves_as_parent) = loop {
             match mutator.propose(&ctx) {
-                Ok(p)
-                    if identical + 1 < DRY_RUN_TRIES
-                        && dry_run.behaves_alike(&p.harness, harness_of(parent)) =>
-                {
-                    spent += p.usage;
-                    identical += 1;
-                    ctx.seed = rng.gen();
-                }
                 Ok(mut p) => {
                     spent += p.usage;
+                    let alike = dry_run.behaves_alike(&p.harness, harness_of(parent));
+                    if alike && identical + 1 < DRY_RUN_TRIES {
+                        identical += 1;
+                        ctx.seed = rng.gen();
+                        continue;
+                    }
                     p.usage = spent;
-                    break p;
+                    break (p, alike);
                 }
                 Err(e) => {
                     // The failed proposal's tokens and those of earlier proposals of this step.
@@ -387,7 +385,7 @@ impl Search {
         let forbidden = self.forbidden_words();
         let unevaluated = match child.check_general(&forbidden) {
             Err(reason) => Some(format!("not general: {reason}")),
-            Ok(()) if dry_run.behaves_alike(&child, &parent_harness) => Some(format!(
+            Ok(()) if behaves_as_parent => Some(format!(
                 "behaves as its parent on the evidence of its runs (dry run, {DRY_RUN_TRIES} \
                  proposals): not evaluated"
             )),
