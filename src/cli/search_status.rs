@@ -5,13 +5,14 @@
 //! the terminal too with `--verbose`.
 
 use super::status::{clock, eta, StatusLine};
-use crate::exact::rational::decimal_string;
+use crate::exact::rational::{decimal_string, parse_decimal};
 use crate::problems::Direction;
 use crate::search::archive::search_evaluations;
 use crate::search::evaluation::Discovery;
 use crate::search::evolve::{Search, SearchObserver};
 use crate::search::lineage::{EventRecord, FailureRecord, Move, NodeRecord};
 use crate::search::state::SearchState;
+use num_rational::BigRational;
 use num_traits::ToPrimitive;
 use std::fs::File;
 use std::io::Write;
@@ -33,15 +34,18 @@ pub struct BestResult {
     pub island: usize,
 }
 
-/// The best end score over every task of every node (search and validation), if any.
+/// The best exact end score over every task of every node (search and validation), if any; on
+/// ties the first reached, in the order the run evaluated them (the result `best.json` holds).
 pub fn best_result(state: &SearchState, direction: Direction) -> Option<BestResult> {
-    let mut best: Option<(f64, BestResult)> = None;
+    let mut best: Option<(BigRational, BestResult)> = None;
     for node in &state.nodes {
         for t in search_evaluations(node)
             .chain(node.validation.as_ref())
             .flat_map(|e| &e.tasks)
         {
-            let score: f64 = t.end_exact.parse().unwrap_or(f64::NAN);
+            let Some(score) = parse_decimal(&t.end_exact) else {
+                continue;
+            };
             if best.as_ref().is_none_or(|b| direction.better(&score, &b.0)) {
                 let result = BestResult {
                     score: t.end_exact.clone(),
@@ -266,5 +270,33 @@ impl SearchObserver for SearchStatus {
             ));
         }
         self.refresh(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::seed_harnesses;
+    use crate::search::mutators::fixtures::node;
+
+    #[test]
+    fn the_best_result_is_the_exact_best_first_reached_in_run_order() {
+        let harness = &seed_harnesses()[0];
+        let mut child = node("n0001", Some("n0000"), harness, &[1.0, 1.0], &[], true);
+        let mut rerun = child.evaluation.clone();
+        // The parent's re-run ran first and reached the child's best bits on another task.
+        child.evaluation.tasks[0].end_exact = "0.75e0".into();
+        rerun.tasks[1].end_exact = "0.75e0".into();
+        child.parent_evaluation = Some(rerun);
+        let mut state = SearchState::default();
+        state.nodes.push(child.clone());
+        let best = best_result(&state, Direction::Minimize).unwrap();
+        assert_eq!((best.task.as_str(), best.score.as_str()), ("t1", "0.75e0"));
+
+        // Equal as floats, apart exactly: the exact best wins, wherever it comes.
+        child.evaluation.tasks[0].end_exact = "0.7499999999999999999999e0".into();
+        state.nodes[0] = child;
+        let best = best_result(&state, Direction::Minimize).unwrap();
+        assert_eq!(best.task, "t0");
     }
 }

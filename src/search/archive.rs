@@ -20,11 +20,16 @@ pub struct ArchiveEntry {
     pub node: String,
 }
 
-/// The search evaluations of a node: its own and its parent's re-evaluation (never validation).
+/// The search evaluations of a node in the order its step ran them: its parent's re-evaluation,
+/// then its own (never validation). "The first on ties" means the first found in this order,
+/// as `best.json` keeps the first construction to reach a score.
 pub fn search_evaluations(
     node: &NodeRecord,
 ) -> impl Iterator<Item = &super::evaluation::Evaluation> {
-    std::iter::once(&node.evaluation).chain(node.parent_evaluation.as_ref())
+    node.parent_evaluation
+        .as_ref()
+        .into_iter()
+        .chain(std::iter::once(&node.evaluation))
 }
 
 /// Per slot, the program that reached the best exact score in the rounds before `round` (ties:
