@@ -219,6 +219,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         cpu_seconds: None,
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,
+        task_evaluations: None,
         promote_discoveries: true,
         agents: None,
     };

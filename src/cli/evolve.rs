@@ -17,7 +17,7 @@ use crate::search::lineage::{
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::suite::embedded::write_default_suite;
-use crate::suite::Suite;
+use crate::suite::{Suite, TaskBudget};
 use std::path::PathBuf;
 
 /// How the `slurm` executor submits (`milo evolve --executor slurm`).
@@ -84,7 +84,7 @@ impl SlurmArgs {
 pub const EXAMPLES: &str = "Examples:
   milo evolve --jobs 2 --promote-discoveries          # the default suite, 4 rounds
   milo evolve --suite problems/suites/arena-third-autocorrelation-inequality.toml \\
-      --hours 1 --jobs 2 --run-dir runs/third-hour
+      --hours 1 --jobs 2 --promote-discoveries --task-evaluations 100000 --run-dir runs/third-hour
   milo evolve --resume runs/third-hour -q             # continue, no per-step lines";
 
 /// Arguments of `milo evolve`.
@@ -147,6 +147,10 @@ pub struct EvolveArgs {
     /// with seeds fresh to every round.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
     tasks_per_round: usize,
+    /// Objective evaluations of every task, replacing the suite's budget (a record campaign's
+    /// setting: longer episodes let a program go deeper; recorded in the run).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    task_evaluations: Option<u64>,
     /// Promote each slot's best construction of a round to the slot's start for the rounds after
     /// (a record campaign's setting; off: every task starts from the suite's frozen start).
     #[arg(long)]
@@ -157,7 +161,7 @@ pub struct EvolveArgs {
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "promote_discoveries"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries"])]
     resume: Option<PathBuf>,
 }
 
@@ -173,11 +177,13 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     };
     note!(
         "milo: evolving harnesses on suite '{}' ({}; {} search tasks per round, {} validation \
-         tasks{}) in {}; Ctrl-C stops after recording the last finished step, --resume {} continues",
+         tasks, {} each{}) in {}; Ctrl-C stops after recording the last finished step, --resume {} \
+         continues",
         search.suite().name,
         search.suite().problem.slug(),
         search.config().tasks_per_round,
         search.validation_tasks().len(),
+        budget_text(&search.suite().budget),
         if search.config().promote_discoveries {
             ", discoveries promoted to starts"
         } else {
@@ -191,6 +197,17 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     drop(status);
     summarise(&search, stop)?;
     Ok(EXIT_OK)
+}
+
+/// A task budget in words: "20000 evaluations", "30 s" or both.
+fn budget_text(budget: &TaskBudget) -> String {
+    let evaluations = budget.evaluations.map(|n| format!("{n} evaluations"));
+    let seconds = budget.seconds.map(|s| format!("{s} s"));
+    [evaluations, seconds]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
@@ -258,6 +275,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         cpu_seconds: None,
         components: Default::default(),
         tasks_per_round: args.tasks_per_round,
+        task_evaluations: args.task_evaluations,
         promote_discoveries: args.promote_discoveries,
         agents,
     };

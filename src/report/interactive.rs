@@ -673,6 +673,7 @@ mod tests {
             cpu_seconds: None,
             components: Default::default(),
             tasks_per_round: 2,
+            task_evaluations: None,
             promote_discoveries: false,
             agents: None,
         };

@@ -301,6 +301,17 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             )),
         ),
         ("attempts", Cell::text(config.attempts.to_string())),
+        (
+            "search tasks per round",
+            Cell::text(config.tasks_per_round.to_string()),
+        ),
+        (
+            "task evaluations",
+            Cell::text(match config.task_evaluations {
+                Some(n) => format!("{n} (overriding the suite's)"),
+                None => "the suite's".into(),
+            }),
+        ),
         ("writer", Cell::text(config.writer.clone())),
         ("mutators", Cell::text(config.mutators.join(", "))),
         (

@@ -69,6 +69,10 @@ pub struct RunConfig {
     /// seed every round (absent in older lineages: [`DEFAULT_TASKS_PER_ROUND`]).
     #[serde(default = "default_tasks_per_round")]
     pub tasks_per_round: usize,
+    /// Objective evaluations of every task, overriding the suite's budget (`--task-evaluations`;
+    /// absent: the suite's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_evaluations: Option<u64>,
     /// Whether the best construction found on a slot in a round becomes the slot's start for
     /// the rounds after (a curriculum move recorded in the lineage; off: the method as published).
     #[serde(default)]
@@ -521,6 +525,7 @@ mod tests {
             cpu_seconds: None,
             components: Components::default(),
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+            task_evaluations: None,
             promote_discoveries: false,
             agents: None,
         }

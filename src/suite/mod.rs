@@ -355,6 +355,16 @@ impl Suite {
         })
     }
 
+    /// This suite with every task's evaluation budget set to `evaluations` (a run's override
+    /// of the frozen budget, e.g. `milo evolve --task-evaluations`); a seconds limit stays.
+    pub fn with_task_evaluations(mut self, evaluations: u64) -> Suite {
+        self.budget.evaluations = Some(evaluations);
+        for task in &mut self.tasks {
+            task.budget.evaluations = Some(evaluations);
+        }
+        self
+    }
+
     /// The tasks the search sees.
     pub fn search_tasks(&self) -> impl Iterator<Item = &Task> {
         self.tasks.iter().filter(|t| t.split == Split::Search)

@@ -131,6 +131,7 @@ impl Method for SearchVariant {
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
                 tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+                task_evaluations: None,
                 promote_discoveries: ctx.promote,
                 agents: None,
             };

@@ -124,7 +124,7 @@ impl Search {
         parts: Parts,
         cancel: CancelToken,
     ) -> Result<Search> {
-        let suite = Suite::load(&config.suite)?;
+        let suite = load_suite(&config)?;
         let config = RunConfig {
             suite_pin: Some(suite.pin.clone()),
             ..config
@@ -140,7 +140,7 @@ impl Search {
     pub fn resume(dir: &Path, jobs: usize, cancel: CancelToken) -> Result<Search> {
         let (store, config, records) = open_store(dir)?;
         let parts = Parts::named(&config, jobs, dir)?;
-        let suite = Suite::load(&config.suite)?;
+        let suite = load_suite(&config)?;
         suite.check_pin(config.suite_pin.as_deref())?;
         check_unique_nodes(dir, &records)?;
         Search::assemble(suite, dir, store, &records, parts, cancel)
@@ -365,6 +365,19 @@ pub fn diff(before: &str, after: &str) -> String {
         .context_radius(1)
         .header("parent", "child")
         .to_string()
+}
+
+/// The suite a run's settings name, with every task's evaluation budget replaced when the run
+/// overrides it (`--task-evaluations`).
+fn load_suite(config: &RunConfig) -> Result<Suite> {
+    let suite = Suite::load(&config.suite)?;
+    match config.task_evaluations {
+        None => Ok(suite),
+        Some(0) => Err(MiloError::Usage(
+            "--task-evaluations: must be at least 1, got 0".into(),
+        )),
+        Some(evaluations) => Ok(suite.with_task_evaluations(evaluations)),
+    }
 }
 
 /// The cost measure of a run of `writer` on `suite`: tokens for the LLM writer (what its work

@@ -66,8 +66,9 @@ impl OptimizerWriter for ScriptedWriter {
     }
 }
 
-/// One batch an executor ran: the harness's name, the task ids, the parent programs' names.
-type Batch = (String, Vec<String>, Vec<String>);
+/// One batch an executor ran: the harness's name, the task ids, the parent programs' names, the
+/// tasks' evaluation budgets.
+type Batch = (String, Vec<String>, Vec<String>, Vec<Option<u64>>);
 
 /// Local threads with the scripted writer, recording every batch.
 struct RecordingExecutor {
@@ -87,10 +88,11 @@ impl Executor for RecordingExecutor {
             .iter()
             .map(|t| Program::parse(&t.parent, Path::new("task")).unwrap().name)
             .collect();
+        let budgets = tasks.iter().map(|t| t.evaluations).collect();
         self.batches
             .lock()
             .unwrap()
-            .push((harness.name, ids, programs));
+            .push((harness.name, ids, programs, budgets));
         self.inner.run(tasks, cancel)
     }
 }
@@ -253,6 +255,7 @@ fn settings(rounds: usize) -> RunConfig {
             harness_evolution: true,
         },
         tasks_per_round: SEARCH_TASKS,
+        task_evaluations: None,
         promote_discoveries: false,
         agents: None,
     }
@@ -314,8 +317,8 @@ fn the_selected_parent_is_used_and_validation_is_run_for_a_new_best_but_never_sh
         .lock()
         .unwrap()
         .iter()
-        .filter(|(_, ids, _)| ids.iter().all(|id| id.contains("/v")))
-        .map(|(name, _, _)| name.clone())
+        .filter(|(_, ids, _, _)| ids.iter().all(|id| id.contains("/v")))
+        .map(|(name, _, _, _)| name.clone())
         .collect();
     let seed_name = node(&search, "n0000").name.clone();
     assert_eq!(validation_batches, [seed_name, "better".to_string()]);
@@ -329,7 +332,7 @@ fn a_rounds_parent_program_is_the_archives_best_from_the_rounds_before() {
     let programs_of = |prefix: &str| -> Vec<String> {
         let mut names: Vec<String> = batches
             .iter()
-            .flat_map(|(_, ids, programs)| ids.iter().zip(programs))
+            .flat_map(|(_, ids, programs, _)| ids.iter().zip(programs))
             .filter(|(id, _)| id.contains(prefix))
             .map(|(_, p)| p.clone())
             .collect();
@@ -368,7 +371,9 @@ fn a_child_that_behaves_as_its_parent_is_re_proposed_and_then_recorded_unevaluat
     assert!(child.parent_evaluation.is_none());
     // Only the seed's batches ran: the child cost no evaluation.
     let batches = script.batches.lock().unwrap();
-    assert!(batches.iter().all(|(name, _, _)| !name.starts_with("same")));
+    assert!(batches
+        .iter()
+        .all(|(name, _, _, _)| !name.starts_with("same")));
     // A rename followed by a real change is evaluated, with the dry run in its evidence.
     let dir = tempfile::tempdir().unwrap();
     let (search, _, _) = run(dir.path(), 1, vec![Ok("same-a"), Ok("better")]);
@@ -404,7 +409,7 @@ fn with_harness_evolution_off_the_best_seed_runs_once_per_round_and_is_reused_el
             .lock()
             .unwrap()
             .iter()
-            .filter(|(_, ids, _)| ids[0].contains(&format!("/r{round}k")))
+            .filter(|(_, ids, _, _)| ids[0].contains(&format!("/r{round}k")))
             .count();
         assert_eq!(ran, 1, "round {round}");
     }
@@ -462,6 +467,65 @@ fn a_writer_failure_is_recorded_and_the_run_goes_on() {
     assert!(f.message.starts_with("task "), "{}", f.message);
     assert_eq!(search.state().nodes.len(), 2);
     assert!(search.state().has_step(1, 0) && search.state().has_step(2, 0));
+}
+
+#[test]
+fn a_runs_task_evaluations_replace_the_suites_budget_on_every_task_and_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, script) = run_with(dir.path(), 1, vec![Ok("child")], |config| {
+        config.task_evaluations = Some(77);
+    });
+    assert_eq!(search.suite().budget.evaluations, Some(77));
+    let batches = script.batches.lock().unwrap().clone();
+    // Seeding, its validation, the child's round: search and validation tasks alike.
+    assert!(batches.len() >= 3, "{batches:?}");
+    assert!(batches
+        .iter()
+        .all(|(_, _, _, budgets)| budgets.iter().all(|&b| b == Some(77))));
+    // Recorded in the run's settings, which a resume loads the suite with.
+    drop(search);
+    let (_, recorded, _) = open_store(dir.path()).unwrap();
+    assert_eq!(recorded.task_evaluations, Some(77));
+
+    // Without the override every task keeps the suite's own budget.
+    let dir = tempfile::tempdir().unwrap();
+    let (search, _, script) = run(dir.path(), 1, vec![Ok("child")]);
+    let suite_budget = Suite::load(Path::new(SUITE)).unwrap().budget.evaluations;
+    assert_eq!(search.suite().budget.evaluations, suite_budget);
+    assert!(script
+        .batches
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(_, _, _, budgets)| budgets.iter().all(|&b| b == suite_budget)));
+}
+
+#[test]
+fn zero_task_evaluations_are_a_usage_error_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = settings(1);
+    config.task_evaluations = Some(0);
+    let script = Script {
+        batches: Arc::default(),
+        seen: Arc::default(),
+        consultations: Arc::default(),
+    };
+    let parts = Parts {
+        mutators: Vec::new(),
+        orchestrator: Box::new(RecordingOrchestrator {
+            calls: script.consultations.clone(),
+        }),
+        executor: recording_executor(&script),
+    };
+    let err = Search::start_with(dir.path(), config, parts, CancelToken::new())
+        .err()
+        .expect("refused");
+    assert!(matches!(err, MiloError::Usage(_)), "{err}");
+    assert!(err.to_string().contains("--task-evaluations"), "{err}");
+    assert!(!dir
+        .path()
+        .join(crate::search::lineage::LINEAGE_FILE)
+        .exists());
 }
 
 #[test]

@@ -39,6 +39,7 @@ impl Lineage {
             cpu_seconds: None,
             components: Default::default(),
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+            task_evaluations: None,
             promote_discoveries: false,
             agents: None,
         };
