@@ -17,7 +17,7 @@ use crate::search::lineage::{
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::suite::embedded::write_default_suite;
-use crate::suite::{Suite, TaskBudget};
+use crate::suite::Suite;
 use std::path::PathBuf;
 
 /// How the `slurm` executor submits (`milo evolve --executor slurm`).
@@ -183,7 +183,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         search.suite().problem.slug(),
         search.config().tasks_per_round,
         search.validation_tasks().len(),
-        budget_text(&search.suite().budget),
+        search.suite().budget.text(),
         if search.config().promote_discoveries {
             ", discoveries promoted to starts"
         } else {
@@ -197,17 +197,6 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     drop(status);
     summarise(&search, stop)?;
     Ok(EXIT_OK)
-}
-
-/// A task budget in words: "20000 evaluations", "30 s" or both.
-fn budget_text(budget: &TaskBudget) -> String {
-    let evaluations = budget.evaluations.map(|n| format!("{n} evaluations"));
-    let seconds = budget.seconds.map(|s| format!("{s} s"));
-    [evaluations, seconds]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" and ")
 }
 
 fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {

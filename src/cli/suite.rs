@@ -164,13 +164,6 @@ fn run_show(args: &ShowArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-fn budget_text(budget: &TaskBudget) -> String {
-    let seconds = budget.seconds.map(|s| format!("{s} s"));
-    let evaluations = budget.evaluations.map(|e| format!("{e} evaluations"));
-    let parts: Vec<String> = seconds.into_iter().chain(evaluations).collect();
-    parts.join(" and ")
-}
-
 fn print_text(suite: &Suite) -> Result<()> {
     let spec = suite.problem.spec();
     out!("suite    {} ({})", suite.name, suite.path.display())?;
@@ -182,7 +175,7 @@ fn print_text(suite: &Suite) -> Result<()> {
         Direction::Maximize => "maximize",
     };
     out!("problem  {} ({direction})", spec.slug)?;
-    out!("budget   {} per task", budget_text(&suite.budget))?;
+    out!("budget   {} per task", suite.budget.text())?;
     out!(
         "record   {}{}",
         decimal_string(&suite.record, SCORE_DIGITS),

@@ -61,6 +61,14 @@ pub struct TaskBudget {
 }
 
 impl TaskBudget {
+    /// The budget in words: "30 s", "20000 evaluations" or "30 s and 20000 evaluations".
+    pub fn text(&self) -> String {
+        let seconds = self.seconds.map(|s| format!("{s} s"));
+        let evaluations = self.evaluations.map(|e| format!("{e} evaluations"));
+        let parts: Vec<String> = seconds.into_iter().chain(evaluations).collect();
+        parts.join(" and ")
+    }
+
     /// Checks that at least one limit is given and each is positive; the message names the key.
     pub fn check(&self) -> std::result::Result<(), String> {
         if self.seconds.is_none() && self.evaluations.is_none() {
