@@ -44,7 +44,7 @@ pub struct CampaignArgs {
     /// DIR/campaign.json; --jobs and --timeout apply).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours"])]
     resume: Option<PathBuf>,
-    /// Wall-clock limit in hours (the step in progress finishes first).
+    /// Wall-clock limit in hours: at it the step in flight is cancelled (--resume redoes it).
     #[arg(long, conflicts_with = "rounds")]
     hours: Option<f64>,
     /// Rounds to run (default 4 unless --hours is given).

@@ -103,7 +103,7 @@ pub struct EvolveArgs {
     /// Rounds to run (default 4 unless --hours is given).
     #[arg(long, conflicts_with = "hours")]
     rounds: Option<usize>,
-    /// Wall-clock limit in hours (the round in progress finishes its current step first).
+    /// Wall-clock limit in hours: at it the step in flight is cancelled (--resume redoes it).
     #[arg(long)]
     hours: Option<f64>,
     /// Threads for evaluating tasks in parallel.

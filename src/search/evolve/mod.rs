@@ -50,7 +50,7 @@ use num_rational::BigRational;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Hooks for a live display; every method has an empty default.
 pub trait SearchObserver {
@@ -73,7 +73,7 @@ pub trait SearchObserver {
 pub enum Stop {
     /// The configured number of rounds is done.
     Rounds,
-    /// The wall-clock limit was reached.
+    /// The wall-clock limit was reached (the step in flight, if any, was cancelled).
     Hours,
     /// The cancel token was cancelled (Ctrl-C).
     Interrupted,
@@ -229,7 +229,15 @@ impl Search {
     }
 
     /// Runs rounds until the configured rounds or hours are used up, or the run is cancelled.
+    /// The hours are a hard limit: at the deadline the run's token is cancelled, so the step in
+    /// flight winds down and records nothing (a resumed run redoes it); what earlier steps saved
+    /// stays.
     pub fn run(&mut self, observer: &mut dyn SearchObserver) -> Result<Stop> {
+        let _deadline = self.deadline().map(|at| self.cancel.cancel_at(at));
+        self.run_rounds(observer)
+    }
+
+    fn run_rounds(&mut self, observer: &mut dyn SearchObserver) -> Result<Stop> {
         for island in 0..self.state.islands.len() {
             if !self.state.has_step(0, island) {
                 if let Some(stop) = self.should_stop() {
@@ -242,7 +250,7 @@ impl Search {
             // An island whose seeding was cancelled recorded nothing: round 0 is not over, so
             // nothing may be promoted from it yet.
             if self.cancel.is_cancelled() {
-                return Ok(Stop::Interrupted);
+                return Ok(self.cancelled());
             }
             self.promote(self.state.rounds_done, observer)?;
             self.consult_if_due(observer)?;
@@ -261,7 +269,7 @@ impl Search {
             // A step cancelled midway recorded nothing: the round is not over, and a resumed
             // run redoes that step before it ends the round.
             if self.cancel.is_cancelled() {
-                return Ok(Stop::Interrupted);
+                return Ok(self.cancelled());
             }
             self.record(LineageRecord::RoundEnd { round })?;
             observer.round_end(&self.state, round);
@@ -318,16 +326,29 @@ impl Search {
     }
 
     fn should_stop_within_round(&self) -> Option<Stop> {
-        if self.cancel.is_cancelled() {
-            return Some(Stop::Interrupted);
+        if self.cancel.is_cancelled() || self.past_deadline() {
+            return Some(self.cancelled());
         }
-        if let Some(budget) = self.config().cpu_seconds {
-            if self.state.search_cpu_seconds() >= budget {
-                return Some(Stop::Budget);
-            }
-        }
+        let budget = self.config().cpu_seconds?;
+        (self.state.search_cpu_seconds() >= budget).then_some(Stop::Budget)
+    }
+
+    /// When the run's hours (counted from this process's start) are up.
+    fn deadline(&self) -> Option<Instant> {
         let hours = self.config().hours?;
-        (self.started.elapsed().as_secs_f64() >= hours * 3600.0).then_some(Stop::Hours)
+        Some(self.started + Duration::from_secs_f64(hours * 3600.0))
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline().is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Why a cancelled run stopped: its deadline, else Ctrl-C (or whoever holds the token).
+    fn cancelled(&self) -> Stop {
+        match self.past_deadline() {
+            true => Stop::Hours,
+            false => Stop::Interrupted,
+        }
     }
 
     fn record(&mut self, record: LineageRecord) -> Result<()> {

@@ -15,6 +15,7 @@ use crate::search::mutators::{MutationContext, MutationError, Mutator, Proposal}
 use crate::search::orchestrator::{Consultation, Orchestrator};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The default suite: 4 search tasks, 2 validation tasks.
 const SUITE: &str = "problems/suites/default.toml";
@@ -550,6 +551,58 @@ fn a_cancelled_run_stops_before_its_next_step() {
     impl SearchObserver for Quiet {}
     assert_eq!(search.run(&mut Quiet).unwrap(), Stop::Interrupted);
     assert!(search.state().nodes.is_empty());
+}
+
+/// Waits until its task is cancelled (at most ten seconds), then returns the start unimproved.
+struct WaitingWriter;
+
+impl OptimizerWriter for WaitingWriter {
+    fn name(&self) -> &str {
+        "waiting"
+    }
+
+    fn solve(&self, _harness: &Harness, task: &Assignment) -> Result<Attempt> {
+        let waited = Instant::now();
+        while !task.cancel.is_cancelled() && waited.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(Attempt {
+            best: task.start.to_vec(),
+            best_exact: task.start_exact.clone(),
+            improved: false,
+            best_program: task.parent.clone(),
+            evidence: vec![],
+            runs: vec![],
+            evaluations: 0,
+            work: 1.0,
+            seconds: 0.0,
+            cpu_seconds: 0.0,
+            usage: Default::default(),
+        })
+    }
+}
+
+#[test]
+fn the_hours_cancel_the_step_in_flight_at_the_deadline_and_it_records_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = settings(1);
+    config.rounds = None;
+    config.hours = Some(0.2 / 3600.0);
+    config.writer = "waiting".into();
+    let parts = Parts {
+        mutators: vec![],
+        orchestrator: Box::new(RecordingOrchestrator {
+            calls: Arc::default(),
+        }),
+        executor: Box::new(LocalThreads::new(2).with_writer(Arc::new(WaitingWriter))),
+    };
+    let cancel = CancelToken::new();
+    let mut search = Search::start_with(dir.path(), config, parts, cancel.clone()).unwrap();
+    // Without the deadline the seed step would wait out its ten seconds and be recorded.
+    assert_eq!(search.run(&mut Quiet).unwrap(), Stop::Hours);
+    assert!(search.state().nodes.is_empty());
+    assert!(search.state().failures.is_empty());
+    assert!(cancel.is_cancelled());
 }
 
 #[test]
