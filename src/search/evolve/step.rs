@@ -117,16 +117,19 @@ impl Search {
             tasks,
             &settings,
             &self.cancel,
-        )?;
-        let (mut evaluation, improvements) = match evaluated {
-            Ok(done) => done,
-            Err(failure) => return Ok(Evaluated::Failed(failure)),
-        };
+        );
         // A cancelled evaluation stopped early: what it found is not what the run will find
-        // when it resumes and evaluates again, so none of it is saved.
+        // when it resumes and evaluates again, so none of it is saved. That holds for an
+        // executor that reports the interruption as its error (Slurm: the batch stays queued
+        // and a resumed run adopts it) and for a writer cut off mid-attempt: neither is a
+        // failure of the run.
         if self.cancel.is_cancelled() {
             return Ok(Evaluated::Cancelled);
         }
+        let (mut evaluation, improvements) = match evaluated? {
+            Ok(done) => done,
+            Err(failure) => return Ok(Evaluated::Failed(failure)),
+        };
         if tasks.iter().all(|t| t.split == Split::Search) {
             self.save_candidate_starts(round, &mut evaluation, &improvements)?;
         }

@@ -582,27 +582,55 @@ impl OptimizerWriter for WaitingWriter {
     }
 }
 
+/// Local threads with the waiting writer that, like the Slurm executor, reports a batch cut
+/// off by cancellation as its own error.
+struct InterruptedExecutor(LocalThreads);
+
+impl Executor for InterruptedExecutor {
+    fn name(&self) -> &str {
+        "interrupted"
+    }
+
+    fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>> {
+        let attempts = self.0.run(tasks, cancel)?;
+        match cancel.is_cancelled() {
+            true => Err(MiloError::Usage(
+                "interrupted with tasks still queued".into(),
+            )),
+            false => Ok(attempts),
+        }
+    }
+}
+
 #[test]
 fn the_hours_cancel_the_step_in_flight_at_the_deadline_and_it_records_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = settings(1);
-    config.rounds = None;
-    config.hours = Some(0.2 / 3600.0);
-    config.writer = "waiting".into();
-    let parts = Parts {
-        mutators: vec![],
-        orchestrator: Box::new(RecordingOrchestrator {
-            calls: Arc::default(),
-        }),
-        executor: Box::new(LocalThreads::new(2).with_writer(Arc::new(WaitingWriter))),
-    };
-    let cancel = CancelToken::new();
-    let mut search = Search::start_with(dir.path(), config, parts, cancel.clone()).unwrap();
-    // Without the deadline the seed step would wait out its ten seconds and be recorded.
-    assert_eq!(search.run(&mut Quiet).unwrap(), Stop::Hours);
-    assert!(search.state().nodes.is_empty());
-    assert!(search.state().failures.is_empty());
-    assert!(cancel.is_cancelled());
+    let waiting = || LocalThreads::new(2).with_writer(Arc::new(WaitingWriter));
+    let executors: [Box<dyn Executor>; 2] = [
+        Box::new(waiting()),
+        Box::new(InterruptedExecutor(waiting())),
+    ];
+    for executor in executors {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = settings(1);
+        config.rounds = None;
+        config.hours = Some(0.2 / 3600.0);
+        config.writer = "waiting".into();
+        let parts = Parts {
+            mutators: vec![],
+            orchestrator: Box::new(RecordingOrchestrator {
+                calls: Arc::default(),
+            }),
+            executor,
+        };
+        let cancel = CancelToken::new();
+        let mut search = Search::start_with(dir.path(), config, parts, cancel.clone()).unwrap();
+        // Without the deadline the seed step would wait out its ten seconds and be recorded;
+        // an executor's interruption is not the run's error.
+        assert_eq!(search.run(&mut Quiet).unwrap(), Stop::Hours);
+        assert!(search.state().nodes.is_empty());
+        assert!(search.state().failures.is_empty());
+        assert!(cancel.is_cancelled());
+    }
 }
 
 #[test]
