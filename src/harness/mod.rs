@@ -312,6 +312,21 @@ impl Harness {
         settings(self) == settings(other)
     }
 
+    /// [`Harness::same_run_settings`] for a writer that draws no revision under either harness:
+    /// then what shapes the revisions (how many, how many edits each, what they revise, where
+    /// they run from, when they stop) cannot decide anything either.
+    pub fn same_settings_without_revisions(&self, other: &Harness) -> bool {
+        let settings = |h: &Harness| Harness {
+            programs: 0,
+            edits_per_program: 0,
+            revise: RevisionBase::Parent,
+            run_from: RunFrom::Start,
+            stop_after_failures: 0,
+            ..h.clone()
+        };
+        settings(self).same_run_settings(&settings(other))
+    }
+
     /// Whether any writer behaves identically under `self` and `other` on tasks whose parent
     /// run shows one of the `evidence` sets, judged from the settings alone: the same run
     /// settings, tuning range, `verify_top` and `triage`, and the same menu as weighted by the rules under

@@ -27,12 +27,14 @@ pub(super) struct DryRun<'a> {
 }
 
 impl DryRun<'_> {
-    /// Whether `child` makes the writer behave as `parent` does: the same run settings and,
-    /// on each task (its first attempt's seed) under each distinct evidence set, the same plan.
+    /// Whether `child` makes the writer behave as `parent` does: on each task (its first
+    /// attempt's seed) under each distinct evidence set the same plan, and the same run
+    /// settings (only those outside the revisions when no plan draws a revision).
     pub fn behaves_alike(&self, child: &Harness, parent: &Harness) -> bool {
-        if !child.same_run_settings(parent) {
+        if !child.same_settings_without_revisions(parent) {
             return false;
         }
+        let mut revises = false;
         let mut sets: Vec<&[Evidence]> = self.evidence.iter().map(Vec::as_slice).collect();
         sets.sort();
         sets.dedup();
@@ -54,13 +56,17 @@ impl DryRun<'_> {
             for evidence in &sets {
                 let plan = |h: &Harness| self.writer?.plan(h, &assignment, evidence);
                 match (plan(child), plan(parent)) {
-                    (Some(a), Some(b)) if a == b => {}
+                    (Some(a), Some(b)) if a == b => {
+                        // A draw that applied no edit is the parent again: the writer skips it.
+                        let parent_program = task.program.to_toml();
+                        revises |= a.iter().any(|program| *program != parent_program);
+                    }
                     (Some(_), Some(_)) => return false,
                     _ => return child.same_behaviour(parent, self.evidence),
                 }
             }
         }
-        true
+        !revises || child.same_run_settings(parent)
     }
 }
 
@@ -68,7 +74,7 @@ impl DryRun<'_> {
 mod tests {
     use super::*;
     use crate::agent::BuiltinWriter;
-    use crate::harness::seed_harnesses;
+    use crate::harness::{seed_harnesses, EditKind, RevisionBase};
     use crate::suite::{Split, Start, TaskBudget};
     use std::path::PathBuf;
     use std::sync::Arc;
@@ -145,5 +151,34 @@ mod tests {
         assert!(!dry_run.behaves_alike(&split, &parent));
         // The settings alone would call the nudge a change.
         assert!(!nudged.same_behaviour(&parent, &[]));
+    }
+
+    #[test]
+    fn what_shapes_revisions_decides_only_when_a_plan_draws_one() {
+        let problem = crate::problems::by_slug("third-autocorrelation-inequality").unwrap();
+        let tasks: Vec<Task> = (1..=8).map(task).collect();
+        let refs: Vec<&Task> = tasks.iter().collect();
+        let dry_run = DryRun {
+            writer: Some(&BuiltinWriter),
+            problem: problem.as_ref(),
+            library: &[],
+            tasks: &refs,
+            evidence: &[],
+        };
+        let with_menu = |kind: EditKind, revise: RevisionBase| {
+            let mut harness = seed_harnesses()[0].clone();
+            harness.menu = [(kind, 1.0)].into_iter().collect();
+            harness.revise = revise;
+            harness
+        };
+        // The tasks' program is one stage: no neighbours to swap, so no revision is drawn.
+        let (parent, child) = (RevisionBase::Best, RevisionBase::Parent);
+        let swaps = with_menu(EditKind::Reorder, parent);
+        assert!(dry_run.behaves_alike(&with_menu(EditKind::Reorder, child), &swaps));
+        let tunes = with_menu(EditKind::Tune, parent);
+        assert!(!dry_run.behaves_alike(&with_menu(EditKind::Tune, child), &tunes));
+        let mut split = swaps.clone();
+        split.budget.reserve /= 2.0;
+        assert!(!dry_run.behaves_alike(&split, &swaps));
     }
 }
