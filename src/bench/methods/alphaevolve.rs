@@ -198,15 +198,15 @@ impl Method for ProgramEvolution {
                 (island, Some(parent), made.0, made.1)
             };
             let text = program.to_toml();
-            let (evaluation, discoveries) = ctx.evaluate_with_discoveries(
+            let Some((evaluation, discoveries)) = ctx.evaluate_with_discoveries(
                 VerbatimWriter.name(),
                 harness,
                 &with_program(current.tasks(), &program),
                 &[],
-            )?;
-            if ctx.cancel.is_cancelled() {
+            )?
+            else {
                 return Ok(None);
-            }
+            };
             let promoted = if ctx.promote {
                 current.promote(&discoveries)?
             } else {
@@ -225,7 +225,7 @@ impl Method for ProgramEvolution {
                 promoted,
             })?;
         }
-        let validated = log.validate_best(ctx.cpu_seconds, &ctx.cancel, |best| {
+        let validated = log.validate_best(ctx.cpu_seconds, |best| {
             let program = parse(best)?;
             let tasks = with_program(&ctx.validation_tasks(), &program);
             ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])

@@ -30,11 +30,11 @@ impl Method for BestOfN {
             let k = log.steps.len();
             let (harness, sample) = (&seeds[k % seeds.len()], k / seeds.len());
             let tasks = ctx.resampled(current.tasks().to_vec(), sample);
-            let (evaluation, discoveries) =
-                ctx.evaluate_with_discoveries(BuiltinWriter.name(), harness, &tasks, &[])?;
-            if ctx.cancel.is_cancelled() {
+            let Some((evaluation, discoveries)) =
+                ctx.evaluate_with_discoveries(BuiltinWriter.name(), harness, &tasks, &[])?
+            else {
                 return Ok(None);
-            }
+            };
             let promoted = if ctx.promote {
                 current.promote(&discoveries)?
             } else {
@@ -52,7 +52,7 @@ impl Method for BestOfN {
                 promoted,
             })?;
         }
-        let validated = log.validate_best(ctx.cpu_seconds, &ctx.cancel, |best| {
+        let validated = log.validate_best(ctx.cpu_seconds, |best| {
             let harness = &seeds[best.index % seeds.len()];
             ctx.evaluate(BuiltinWriter.name(), harness, &ctx.validation_tasks(), &[])
         })?;

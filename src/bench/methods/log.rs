@@ -3,7 +3,6 @@
 
 use super::super::trajectory::{best_candidate, within_budget, Trajectory, TrajectoryStep};
 use super::promotion::Promotion;
-use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::records::{unix_seconds, AppendLog};
 use crate::search::evaluation::Evaluation;
@@ -108,22 +107,20 @@ impl BaselineLog {
     }
 
     /// Validates the best step within `budget` CPU seconds once (not again on resume):
-    /// `evaluate` runs that step's candidate on the validation tasks. `false` when `cancel` stopped it (nothing is
-    /// recorded; running it again resumes).
+    /// `evaluate` runs that step's candidate on the validation tasks. `false` when it was
+    /// cancelled (`None`: nothing is recorded; running it again resumes).
     pub fn validate_best(
         &mut self,
         budget: f64,
-        cancel: &CancelToken,
-        evaluate: impl FnOnce(&StepRecord) -> Result<Evaluation>,
+        evaluate: impl FnOnce(&StepRecord) -> Result<Option<Evaluation>>,
     ) -> Result<bool> {
         if self.validation.is_some() {
             return Ok(true);
         }
         if let Some(best) = self.best(budget) {
-            let evaluation = evaluate(&self.steps[best])?;
-            if cancel.is_cancelled() {
+            let Some(evaluation) = evaluate(&self.steps[best])? else {
                 return Ok(false);
-            }
+            };
             self.validation(best, evaluation)?;
         }
         Ok(true)

@@ -64,16 +64,17 @@ pub struct RunContext<'a> {
 
 impl RunContext<'_> {
     /// Evaluates `harness` under the writer called `writer` on `tasks`, on the benchmark's
-    /// executor; a writer's failure is the run's error.
+    /// executor; a writer's failure is the run's error. `None` when the run was cancelled
+    /// during it (whatever the executor reported: nothing of it is to be recorded).
     pub fn evaluate(
         &self,
         writer: &str,
         harness: &Harness,
         tasks: &[Task],
         library: &[Program],
-    ) -> Result<Evaluation> {
-        self.evaluate_with_discoveries(writer, harness, tasks, library)
-            .map(|(evaluation, _)| evaluation)
+    ) -> Result<Option<Evaluation>> {
+        let evaluated = self.evaluate_with_discoveries(writer, harness, tasks, library)?;
+        Ok(evaluated.map(|(evaluation, _)| evaluation))
     }
 
     /// [`RunContext::evaluate`], also returning each task's best exactly verified improvement
@@ -84,7 +85,7 @@ impl RunContext<'_> {
         harness: &Harness,
         tasks: &[Task],
         library: &[Program],
-    ) -> Result<(Evaluation, Vec<Discovery>)> {
+    ) -> Result<Option<(Evaluation, Vec<Discovery>)>> {
         let refs: Vec<&Task> = tasks.iter().collect();
         let settings = EvaluationSettings {
             problem: self.suite.problem.as_ref(),
@@ -101,8 +102,12 @@ impl RunContext<'_> {
             &self.dir.join(SPOOL_DIR),
             self.slurm.clone(),
         )?;
-        match evaluate(executor.as_ref(), harness, &refs, &settings, &self.cancel)? {
-            Ok(evaluated) => Ok(evaluated),
+        let evaluated = evaluate(executor.as_ref(), harness, &refs, &settings, &self.cancel);
+        if self.cancel.is_cancelled() {
+            return Ok(None);
+        }
+        match evaluated? {
+            Ok(evaluated) => Ok(Some(evaluated)),
             Err(failure) => Err(failure.error),
         }
     }

@@ -30,11 +30,11 @@ impl Method for Stock {
             }
             let step = log.steps.len();
             let tasks = ctx.resampled(current.tasks().to_vec(), step);
-            let (evaluation, discoveries) =
-                ctx.evaluate_with_discoveries(VerbatimWriter.name(), harness, &tasks, &[])?;
-            if ctx.cancel.is_cancelled() {
+            let Some((evaluation, discoveries)) =
+                ctx.evaluate_with_discoveries(VerbatimWriter.name(), harness, &tasks, &[])?
+            else {
                 return Ok(None);
-            }
+            };
             let promoted = current.promote(&discoveries)?;
             log.step(StepRecord {
                 index: step,
@@ -48,7 +48,7 @@ impl Method for Stock {
                 promoted,
             })?;
         }
-        let validated = log.validate_best(ctx.cpu_seconds, &ctx.cancel, |_| {
+        let validated = log.validate_best(ctx.cpu_seconds, |_| {
             ctx.evaluate(VerbatimWriter.name(), harness, &ctx.validation_tasks(), &[])
         })?;
         Ok(validated.then(|| log.trajectory()))
