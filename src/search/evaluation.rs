@@ -200,16 +200,27 @@ pub fn gain(problem: &dyn Problem, start: &BigRational, end: &BigRational) -> f6
     difference / spec.min_improvement
 }
 
+/// How an evaluation ended (the outer `Result` of [`evaluate`] is the executor's own error).
+pub enum Outcome {
+    /// Every task ran: the evaluation and each task's best exactly verified improvement.
+    Done(Evaluation, Vec<Discovery>),
+    /// A writer failed on an attempt: the evaluation is incomplete and has no fitness.
+    Failed(WriterFailure),
+    /// The run was cancelled during it. What it found is not what a resumed run will find, so
+    /// nothing of it is to be saved or recorded, whatever the executor or a writer reported
+    /// (the Slurm executor reports its queued batch as an error; a writer may fail cut off).
+    Cancelled,
+}
+
 /// Runs the settings' writer under `harness` on every task through `executor`; also returns
-/// each task's best improvement. The outer error is the executor's; the inner one the first
-/// writer failure (the evaluation is then incomplete and has no fitness).
+/// each task's best improvement.
 pub fn evaluate(
     executor: &dyn Executor,
     harness: &Harness,
     tasks: &[&Task],
     settings: &EvaluationSettings,
     cancel: &CancelToken,
-) -> Result<std::result::Result<(Evaluation, Vec<Discovery>), WriterFailure>> {
+) -> Result<Outcome> {
     let started = Instant::now();
     let jobs: Vec<(usize, usize)> = (0..tasks.len())
         .flat_map(|t| (0..settings.attempts.max(1)).map(move |a| (t, a)))
@@ -236,13 +247,17 @@ pub fn evaluate(
             }
         })
         .collect();
-    let attempts = executor.run(&descriptions, cancel)?;
+    let attempts = executor.run(&descriptions, cancel);
+    if cancel.is_cancelled() {
+        return Ok(Outcome::Cancelled);
+    }
+    let attempts = attempts?;
     let mut per_task: Vec<Vec<(usize, Attempt)>> = vec![Vec::new(); tasks.len()];
     for (&(t, a), attempt) in jobs.iter().zip(attempts) {
         match attempt {
             Ok(attempt) => per_task[t].push((a, attempt)),
             Err(error) => {
-                return Ok(Err(WriterFailure {
+                return Ok(Outcome::Failed(WriterFailure {
                     task: tasks[t].id.clone(),
                     error,
                 }))
@@ -303,10 +318,10 @@ pub fn evaluate(
         });
     }
     let wall = started.elapsed().as_secs_f64();
-    Ok(Ok((
+    Ok(Outcome::Done(
         summarise(results, settings.quality, settings.cost, wall),
         discoveries,
-    )))
+    ))
 }
 
 impl Evaluation {

@@ -29,7 +29,7 @@ use crate::harness::Harness;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::search::evaluation::{
-    evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Quality,
+    evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Outcome, Quality,
 };
 use crate::search::parts::{self, SPOOL_DIR};
 use crate::suite::{Suite, Task};
@@ -102,13 +102,10 @@ impl RunContext<'_> {
             &self.dir.join(SPOOL_DIR),
             self.slurm.clone(),
         )?;
-        let evaluated = evaluate(executor.as_ref(), harness, &refs, &settings, &self.cancel);
-        if self.cancel.is_cancelled() {
-            return Ok(None);
-        }
-        match evaluated? {
-            Ok(evaluated) => Ok(Some(evaluated)),
-            Err(failure) => Err(failure.error),
+        match evaluate(executor.as_ref(), harness, &refs, &settings, &self.cancel)? {
+            Outcome::Done(evaluation, discoveries) => Ok(Some((evaluation, discoveries))),
+            Outcome::Failed(failure) => Err(failure.error),
+            Outcome::Cancelled => Ok(None),
         }
     }
 

@@ -111,74 +111,72 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_dry_run_tells_a_change_the_edits_feel_from_one_they_do_not() {
+    /// Runs `check` on the built-in writer's dry run over eight tasks (seeds 1–8), no evidence.
+    fn with_dry_run(check: impl FnOnce(&DryRun)) {
         let problem = crate::problems::by_slug("third-autocorrelation-inequality").unwrap();
         let tasks: Vec<Task> = (1..=8).map(task).collect();
         let refs: Vec<&Task> = tasks.iter().collect();
-        let dry_run = DryRun {
+        check(&DryRun {
             writer: Some(&BuiltinWriter),
             problem: problem.as_ref(),
             library: &[],
             tasks: &refs,
             evidence: &[],
-        };
-        let parent = seed_harnesses()[0].clone();
-        let mut verify = parent.clone();
-        verify.verify_top += 1;
-        verify.triage = 0.9;
-        verify.name = "other".into();
-        assert!(dry_run.behaves_alike(&verify, &parent));
-        // A weight nudge that moves no draw on these tasks is no change …
-        let mut nudged = parent.clone();
-        for weight in nudged.menu.values_mut() {
-            *weight *= 1.0 + 1e-12;
-        }
-        assert!(dry_run.behaves_alike(&nudged, &parent));
-        // … a menu left with its rarest kind is, and so is another budget split.
-        let mut narrowed = parent.clone();
-        let rarest = narrowed
-            .menu
-            .iter()
-            .filter(|(_, w)| **w > 0.0)
-            .min_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(k, _)| *k)
-            .unwrap();
-        narrowed.menu.retain(|k, _| *k == rarest);
-        assert!(!dry_run.behaves_alike(&narrowed, &parent));
-        let mut split = parent.clone();
-        split.budget.reserve /= 2.0;
-        assert!(!dry_run.behaves_alike(&split, &parent));
-        // The settings alone would call the nudge a change.
-        assert!(!nudged.same_behaviour(&parent, &[]));
+        });
+    }
+
+    #[test]
+    fn the_dry_run_tells_a_change_the_edits_feel_from_one_they_do_not() {
+        with_dry_run(|dry_run| {
+            let parent = seed_harnesses()[0].clone();
+            let mut verify = parent.clone();
+            verify.verify_top += 1;
+            verify.triage = 0.9;
+            verify.name = "other".into();
+            assert!(dry_run.behaves_alike(&verify, &parent));
+            // A weight nudge that moves no draw on these tasks is no change …
+            let mut nudged = parent.clone();
+            for weight in nudged.menu.values_mut() {
+                *weight *= 1.0 + 1e-12;
+            }
+            assert!(dry_run.behaves_alike(&nudged, &parent));
+            // … a menu left with its rarest kind is, and so is another budget split.
+            let mut narrowed = parent.clone();
+            let rarest = narrowed
+                .menu
+                .iter()
+                .filter(|(_, w)| **w > 0.0)
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(k, _)| *k)
+                .unwrap();
+            narrowed.menu.retain(|k, _| *k == rarest);
+            assert!(!dry_run.behaves_alike(&narrowed, &parent));
+            let mut split = parent.clone();
+            split.budget.reserve /= 2.0;
+            assert!(!dry_run.behaves_alike(&split, &parent));
+            // The settings alone would call the nudge a change.
+            assert!(!nudged.same_behaviour(&parent, &[]));
+        });
     }
 
     #[test]
     fn what_shapes_revisions_decides_only_when_a_plan_draws_one() {
-        let problem = crate::problems::by_slug("third-autocorrelation-inequality").unwrap();
-        let tasks: Vec<Task> = (1..=8).map(task).collect();
-        let refs: Vec<&Task> = tasks.iter().collect();
-        let dry_run = DryRun {
-            writer: Some(&BuiltinWriter),
-            problem: problem.as_ref(),
-            library: &[],
-            tasks: &refs,
-            evidence: &[],
-        };
-        let with_menu = |kind: EditKind, revise: RevisionBase| {
-            let mut harness = seed_harnesses()[0].clone();
-            harness.menu = [(kind, 1.0)].into_iter().collect();
-            harness.revise = revise;
-            harness
-        };
-        // The tasks' program is one stage: no neighbours to swap, so no revision is drawn.
-        let (parent, child) = (RevisionBase::Best, RevisionBase::Parent);
-        let swaps = with_menu(EditKind::Reorder, parent);
-        assert!(dry_run.behaves_alike(&with_menu(EditKind::Reorder, child), &swaps));
-        let tunes = with_menu(EditKind::Tune, parent);
-        assert!(!dry_run.behaves_alike(&with_menu(EditKind::Tune, child), &tunes));
-        let mut split = swaps.clone();
-        split.budget.reserve /= 2.0;
-        assert!(!dry_run.behaves_alike(&split, &swaps));
+        with_dry_run(|dry_run| {
+            let with_menu = |kind: EditKind, revise: RevisionBase| {
+                let mut harness = seed_harnesses()[0].clone();
+                harness.menu = [(kind, 1.0)].into_iter().collect();
+                harness.revise = revise;
+                harness
+            };
+            // The tasks' program is one stage: no neighbours to swap, so no revision is drawn.
+            let (parent, child) = (RevisionBase::Best, RevisionBase::Parent);
+            let swaps = with_menu(EditKind::Reorder, parent);
+            assert!(dry_run.behaves_alike(&with_menu(EditKind::Reorder, child), &swaps));
+            let tunes = with_menu(EditKind::Tune, parent);
+            assert!(!dry_run.behaves_alike(&with_menu(EditKind::Tune, child), &tunes));
+            let mut split = swaps.clone();
+            split.budget.reserve /= 2.0;
+            assert!(!dry_run.behaves_alike(&split, &swaps));
+        });
     }
 }

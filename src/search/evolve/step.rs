@@ -11,7 +11,7 @@ use crate::program::Program;
 use crate::records::unix_seconds;
 use crate::runner::derive_seed;
 use crate::search::admission::{admit, Verdict};
-use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, WriterFailure};
+use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, Outcome, WriterFailure};
 use crate::search::hypervolume::Fitness;
 use crate::search::lineage::{FailureRecord, LineageRecord, NodeRecord, ParentChoice};
 use crate::search::mutators::MutationContext;
@@ -117,18 +117,11 @@ impl Search {
             tasks,
             &settings,
             &self.cancel,
-        );
-        // A cancelled evaluation stopped early: what it found is not what the run will find
-        // when it resumes and evaluates again, so none of it is saved. That holds for an
-        // executor that reports the interruption as its error (Slurm: the batch stays queued
-        // and a resumed run adopts it) and for a writer cut off mid-attempt: neither is a
-        // failure of the run.
-        if self.cancel.is_cancelled() {
-            return Ok(Evaluated::Cancelled);
-        }
-        let (mut evaluation, improvements) = match evaluated? {
-            Ok(done) => done,
-            Err(failure) => return Ok(Evaluated::Failed(failure)),
+        )?;
+        let (mut evaluation, improvements) = match evaluated {
+            Outcome::Done(evaluation, improvements) => (evaluation, improvements),
+            Outcome::Failed(failure) => return Ok(Evaluated::Failed(failure)),
+            Outcome::Cancelled => return Ok(Evaluated::Cancelled),
         };
         if tasks.iter().all(|t| t.split == Split::Search) {
             self.save_candidate_starts(round, &mut evaluation, &improvements)?;
