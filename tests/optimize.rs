@@ -292,3 +292,155 @@ fn bad_program_files_name_the_key() {
         run.stderr
     );
 }
+
+/// Reads a `--trace` file as JSON, or `None` while it is still the empty reservation.
+fn trace_json(path: &std::path::Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// A run killed with SIGKILL leaves its best so far and a trace; `--resume` continues from that
+/// best on the same clock and evaluation count, with a fresh seed, and records a second segment.
+#[test]
+fn a_killed_run_leaves_its_best_and_trace_and_resume_continues_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, trace) = (dir.path().join("best.json"), dir.path().join("trace.json"));
+    let start =
+        root().join("constructions/first-autocorrelation-inequality/capped-arcsine-600.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "optimize",
+            "first-autocorrelation-inequality",
+            "--start",
+            start.to_str().unwrap(),
+            "--budget",
+            "600",
+            "--seed",
+            "5",
+            "--program",
+            root()
+                .join("problems/optimizers/basin-hopping.toml")
+                .to_str()
+                .unwrap(),
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first improvement is saved at once; wait for it (bounded), then kill without warning.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let saved = loop {
+        if let Some(t) = trace_json(&trace).filter(|t| !t["points"].as_array().unwrap().is_empty())
+        {
+            break t;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing saved in 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let saved = trace_json(&trace).unwrap_or(saved);
+    assert_eq!(saved["run"]["problem"], "first-autocorrelation-inequality");
+    assert_eq!(saved["run"]["seed"], 5);
+    assert_eq!(
+        saved["run"]["out"], "best.json",
+        "relative to the trace's folder"
+    );
+    let segments = saved["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 1);
+    assert!(
+        segments[0]["stopped"].is_null(),
+        "a killed segment has no end"
+    );
+    let killed_best = milo(&[
+        "verify",
+        "first-autocorrelation-inequality",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(killed_best.code, 0, "the saved best is valid");
+    let last = saved["points"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(killed_best.json()["score_f64"], last["score"]);
+
+    // Continue for 3,000 more evaluations, from another folder: the paths are the trace's own.
+    let spent = segments[0]["evaluations"].as_u64().unwrap();
+    let total = (spent + 3_000).to_string();
+    let resumed = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(["optimize", "--resume", trace.to_str().unwrap()])
+        .args(["--evaluations", &total, "--json", "-q"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(report["segment"], 2);
+    assert_eq!(report["start_exact"], killed_best.json()["score_exact"]);
+    let verify = milo(&[
+        "verify",
+        "first-autocorrelation-inequality",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(verify.json()["score_exact"], report["best_exact"]);
+    let after = trace_json(&trace).unwrap();
+    let segments = after["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 2);
+    assert_ne!(segments[1]["seed"], 5, "a resumed segment draws afresh");
+    assert_eq!(segments[1]["best_exact"], report["best_exact"]);
+    let evaluations: u64 = segments
+        .iter()
+        .map(|s| s["evaluations"].as_u64().unwrap())
+        .sum();
+    assert!(
+        evaluations <= spent + 3_000,
+        "{evaluations} > the new total"
+    );
+    // One clock: the points of both segments rise in time and evaluations.
+    let points = after["points"].as_array().unwrap();
+    assert!(points.len() > saved["points"].as_array().unwrap().len());
+    for pair in points.windows(2) {
+        assert!(pair[1]["seconds"].as_f64() >= pair[0]["seconds"].as_f64());
+        assert!(pair[1]["evaluations"].as_u64() >= pair[0]["evaluations"].as_u64());
+        assert!(
+            pair[1]["score"].as_f64() < pair[0]["score"].as_f64(),
+            "minimise"
+        );
+    }
+
+    // Its budget spent, the run is not continued without a larger total.
+    let again = milo(&["optimize", "--resume", trace.to_str().unwrap()]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("spent its budget"),
+        "{}",
+        again.stderr
+    );
+}
+
+/// A trace written before runs could be resumed is refused with a one-line reason (exit 6), and
+/// --resume cannot be mixed with the options of a new run (exit 2).
+#[test]
+fn resume_refuses_a_trace_without_settings_and_new_run_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, r#"{"points":[],"stages":[],"stopped":"converged"}"#).unwrap();
+    let run = milo(&["optimize", "--resume", old.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert!(run.stderr.contains("no run settings"), "{}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    let mixed = milo(&["optimize", "--resume", old.to_str().unwrap(), "--seed", "3"]);
+    assert_eq!(mixed.code, 2, "{}", mixed.stderr);
+}

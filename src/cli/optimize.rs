@@ -8,10 +8,15 @@ use crate::exact::rational::{decimal_string, SCORE_DIGITS};
 use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
-use crate::runner::{run_program, Observer, RunSettings, StageRecord, TracePoint};
+use crate::runner::trace::cpu_seconds;
+use crate::runner::trace_file::{values_sha256, RunHeader, Segment, TraceFile};
+use crate::runner::{
+    derive_seed, run_program, Observer, RunOutcome, RunSettings, StageRecord, StopReason, Trace,
+    TracePoint,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Examples in `milo optimize --help`.
 pub const EXAMPLES: &str = "Examples:
@@ -25,41 +30,50 @@ pub const EXAMPLES: &str = "Examples:
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
     /// Problem slug (see `milo problems`).
-    problem: String,
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    problem: Option<String>,
     /// The start construction: JSON, .npy or text, optionally gzipped; `-` reads standard input.
-    #[arg(long)]
-    start: PathBuf,
+    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    start: Option<PathBuf>,
     /// Program file (TOML); default: the problem's default program.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     program: Option<PathBuf>,
     /// Wall-clock budget in seconds, at most 1e7 (default 30 unless --evaluations is given).
+    /// With --resume: the run's new total over all its segments.
     #[arg(long, value_name = "SECONDS")]
     budget: Option<f64>,
-    /// Budget in objective evaluations (deterministic: same seed, same bits).
+    /// Budget in objective evaluations (deterministic: same seed, same bits). With --resume: the
+    /// run's new total over all its segments.
     #[arg(long)]
     evaluations: Option<u64>,
     /// Seed of every random choice.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with = "resume")]
     seed: u64,
-    /// Threads for independent restarts.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    /// Threads for independent restarts (default 1; with --resume, the run's own).
+    #[arg(long)]
+    jobs: Option<usize>,
     /// Where to write the best construction, in the format its name asks for (`.npy` float64,
-    /// `.txt`/`.csv` text, anything else JSON; `.gz` gzips): created at the start, an existing
-    /// file is refused.
-    #[arg(long)]
+    /// `.txt`/`.csv` text, anything else JSON; `.gz` gzips): created at the start (an existing
+    /// file is refused) and rewritten whenever the best improves, at most every 10 s.
+    #[arg(long, conflicts_with = "resume")]
     out: Option<PathBuf>,
-    /// Write the run's trace (per-stage records, best score over time) as JSON here (created at
-    /// the start; an existing file is refused).
-    #[arg(long)]
+    /// Write the run's trace (settings, per-stage records, best score over time) as JSON here
+    /// (created at the start; an existing file is refused), kept current like --out: with it the
+    /// run can be continued after any stop (--resume).
+    #[arg(long, conflicts_with = "resume")]
     trace: Option<PathBuf>,
+    /// Continue the run whose --trace file this is, from the best construction its --out holds,
+    /// with what is left of its budget (--budget or --evaluations set a new total). Both files
+    /// are updated in place.
+    #[arg(long, value_name = "TRACE")]
+    resume: Option<PathBuf>,
     /// Print one JSON object instead of text (and no progress bar; -q hides it too).
     #[arg(long)]
     json: bool,
 }
 
-/// A file reserved at the start of a run (created empty; an existing file is refused) and filled
-/// at its end; removed again if the run fails before filling it.
+/// A file reserved at the start of a run (created empty; an existing file is refused) and
+/// written during or at the end of it; removed again if the run fails before writing it.
 struct Reserved {
     path: PathBuf,
     filled: bool,
@@ -87,8 +101,16 @@ impl Reserved {
         }
     }
 
-    /// Replaces the reservation with the content `write` puts at its path.
-    fn fill(mut self, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    /// A file the run already owns (a resumed run's): never removed.
+    fn owned(path: &Path) -> Reserved {
+        Reserved {
+            path: path.to_path_buf(),
+            filled: true,
+        }
+    }
+
+    /// Replaces the file's content with what `write` puts at its path (atomically).
+    fn fill(&mut self, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
         write(&self.path)?;
         self.filled = true;
         Ok(())
@@ -104,6 +126,334 @@ impl Drop for Reserved {
     }
 }
 
+/// How often, at most, a run rewrites its --out and --trace files while it runs.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
+
+/// The run's --out and --trace files, kept current while it runs so that any stop leaves a best
+/// construction and a trace to continue from.
+struct RunFiles {
+    out: Reserved,
+    trace: Option<Reserved>,
+    /// The trace file as it was before this segment (the settings and earlier segments).
+    base: TraceFile,
+    /// This segment's seed, start score and length.
+    seed: u64,
+    start_score: f64,
+    start_n: usize,
+    /// This segment's trace so far (its own clock).
+    segment: Trace,
+    started: Instant,
+    cpu_at_start: f64,
+    /// A best not yet written, and when the files were last written.
+    pending: Option<Vec<f64>>,
+    written_at: Option<Instant>,
+}
+
+impl RunFiles {
+    fn stage_finished(&mut self, record: &StageRecord) {
+        self.segment.stages.push(record.clone());
+        self.write_if_due();
+    }
+
+    fn improved(&mut self, point: &TracePoint, best: &[f64]) {
+        self.segment.points.push(point.clone());
+        self.pending = Some(best.to_vec());
+        self.write_if_due();
+    }
+
+    /// Writes the pending best and the trace so far, unless they were written less than
+    /// [`CHECKPOINT_EVERY`] ago. A failed write is reported and the run goes on (the end writes
+    /// again, and fails the run then).
+    fn write_if_due(&mut self) {
+        if self.pending.is_none()
+            || self
+                .written_at
+                .is_some_and(|t| t.elapsed() < CHECKPOINT_EVERY)
+        {
+            return;
+        }
+        let best = self.pending.take().expect("checked above");
+        let running = self.segment_record(None, None);
+        let trace = self.base.with_segment(running, &self.segment);
+        if let Err(e) = self.write(&best, &trace) {
+            eprintln!("milo: could not save the best so far: {e}");
+        }
+        self.written_at = Some(Instant::now());
+    }
+
+    fn segment_record(&self, stopped: Option<StopReason>, best_exact: Option<String>) -> Segment {
+        Segment {
+            seed: self.seed,
+            start_score: self.start_score,
+            start_n: self.start_n,
+            seconds: self.started.elapsed().as_secs_f64(),
+            cpu_seconds: cpu_seconds() - self.cpu_at_start,
+            // Stages report their own evaluations; restarts' inner stages only reach the points.
+            evaluations: self
+                .segment
+                .stages
+                .iter()
+                .map(|s| s.evaluations)
+                .sum::<u64>()
+                .max(self.segment.points.last().map_or(0, |p| p.evaluations)),
+            stopped,
+            best_exact,
+        }
+    }
+
+    fn write(&mut self, best: &[f64], trace: &TraceFile) -> Result<()> {
+        self.out.fill(|path| write_values(path, best))?;
+        if let Some(file) = &mut self.trace {
+            file.fill(|path| trace.write(path))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the run's verified result and its whole trace.
+    fn finish(mut self, outcome: &RunOutcome) -> Result<()> {
+        let mut segment = self.segment_record(
+            outcome.trace.stopped,
+            Some(decimal_string(&outcome.best_exact, SCORE_DIGITS)),
+        );
+        segment.seconds = outcome.seconds;
+        segment.evaluations = outcome.evaluations;
+        let trace = self.base.with_segment(segment, &outcome.trace);
+        self.write(&outcome.best, &trace)
+    }
+}
+
+/// What a run is asked to do, from the command line or from the trace of a run to continue.
+struct Plan {
+    problem: Box<dyn Problem>,
+    program: Program,
+    start: Vec<f64>,
+    settings: RunSettings,
+    files: RunFiles,
+    /// Segments before this one.
+    resumed_after: usize,
+}
+
+impl Plan {
+    /// A new run from the command line.
+    fn new(args: &OptimizeArgs) -> Result<Plan> {
+        let (Some(slug), Some(start_path)) = (&args.problem, &args.start) else {
+            unreachable!("clap requires PROBLEM and --start without --resume")
+        };
+        let problem = by_slug(slug)?;
+        let start = read_values(start_path)?;
+        let program = match &args.program {
+            Some(path) => Program::load(path)?,
+            None => default_program(problem.as_ref())?,
+        };
+        let out = args.out.clone().unwrap_or_else(|| {
+            PathBuf::from(format!("milo-{}-seed{}.json", problem.slug(), args.seed))
+        });
+        let jobs = args.jobs.unwrap_or(1);
+        check_budgets(args, jobs)?;
+        if let Some(trace) = &args.trace {
+            if std::path::absolute(trace).ok() == std::path::absolute(&out).ok() {
+                return Err(MiloError::Usage(format!(
+                    "--out and --trace both name {}; give them different files",
+                    out.display()
+                )));
+            }
+        }
+        problem.check(&start).map_err(MiloError::Invalid)?;
+        // Both files are created now, so a missing directory or a taken name fails before the
+        // run and two runs cannot both claim one name.
+        let out_file = Reserved::new("--out", &out)?;
+        let trace_file = args
+            .trace
+            .as_deref()
+            .map(|path| Reserved::new("--trace", path))
+            .transpose()?;
+        let seconds = args.budget.or(args.evaluations.is_none().then_some(30.0));
+        let header = RunHeader {
+            problem: problem.slug().to_string(),
+            program_name: program.name.clone(),
+            program: program.to_toml(),
+            start: start_path.clone(),
+            start_sha256: values_sha256(&start),
+            start_n: start.len(),
+            start_exact: decimal_string(&problem.score_exact(&start), SCORE_DIGITS),
+            out: match &args.trace {
+                Some(trace) => relative_to_folder_of(&out, trace),
+                None => out.clone(),
+            },
+            seed: args.seed,
+            jobs,
+            budget_seconds: seconds,
+            budget_evaluations: args.evaluations,
+        };
+        let settings = RunSettings {
+            seed: args.seed,
+            seconds,
+            evaluations: args.evaluations,
+            jobs,
+            cancel: super::cancel_on_ctrl_c(),
+        };
+        let base = TraceFile {
+            run: Some(header),
+            ..TraceFile::default()
+        };
+        Ok(Plan::with_files(
+            problem, program, start, settings, out_file, trace_file, base,
+        ))
+    }
+
+    /// The continuation of the run whose trace is `trace_path`.
+    fn resume(args: &OptimizeArgs, trace_path: &Path) -> Result<Plan> {
+        let base = TraceFile::read(trace_path)?;
+        let Some(mut header) = base.run.clone() else {
+            return Err(MiloError::Malformed {
+                path: trace_path.to_path_buf(),
+                message: "this trace holds no run settings (written before runs could be \
+                          resumed); start a new run with --start"
+                    .into(),
+            });
+        };
+        let problem = by_slug(&header.problem)?;
+        let program = Program::parse(&header.program, trace_path)?;
+        let out = folder_of(trace_path).join(&header.out);
+        let jobs = args.jobs.unwrap_or(header.jobs);
+        check_budgets(args, jobs)?;
+        if args.budget.is_some() || args.evaluations.is_some() {
+            header.budget_seconds = args.budget;
+            header.budget_evaluations = args.evaluations;
+        }
+        let (spent_seconds, spent_evaluations) = base.spent();
+        let seconds = header.budget_seconds.map(|total| total - spent_seconds);
+        let evaluations = header
+            .budget_evaluations
+            .map(|total| total.saturating_sub(spent_evaluations));
+        if seconds.is_some_and(|s| s <= 0.0) || evaluations == Some(0) {
+            return Err(MiloError::Usage(format!(
+                "--resume {}: the run has spent its budget ({:.0} s, {} evaluations over {} \
+                 segments); give a larger total with --budget or --evaluations",
+                trace_path.display(),
+                spent_seconds,
+                spent_evaluations,
+                base.segments.len()
+            )));
+        }
+        let start = resume_start(problem.as_ref(), &out, &header)?;
+        let segment = base.segments.len();
+        let settings = RunSettings {
+            // Each segment draws afresh: a resumed run does not replay the hops it made.
+            seed: derive_seed(header.seed, segment as u64),
+            seconds,
+            evaluations,
+            jobs,
+            cancel: super::cancel_on_ctrl_c(),
+        };
+        let base = TraceFile {
+            run: Some(header),
+            ..base
+        };
+        let out_file = Reserved::owned(&out);
+        let trace_file = Some(Reserved::owned(trace_path));
+        let mut plan = Plan::with_files(
+            problem, program, start, settings, out_file, trace_file, base,
+        );
+        plan.resumed_after = segment;
+        Ok(plan)
+    }
+
+    fn with_files(
+        problem: Box<dyn Problem>,
+        program: Program,
+        start: Vec<f64>,
+        settings: RunSettings,
+        out: Reserved,
+        trace: Option<Reserved>,
+        base: TraceFile,
+    ) -> Plan {
+        let files = RunFiles {
+            out,
+            trace,
+            base,
+            seed: settings.seed,
+            start_score: problem.score_fast(&start).value,
+            start_n: start.len(),
+            segment: Trace::default(),
+            started: Instant::now(),
+            cpu_at_start: cpu_seconds(),
+            pending: None,
+            written_at: None,
+        };
+        Plan {
+            problem,
+            program,
+            start,
+            settings,
+            files,
+            resumed_after: 0,
+        }
+    }
+}
+
+/// Budget and thread-count checks common to new and resumed runs.
+fn check_budgets(args: &OptimizeArgs, jobs: usize) -> Result<()> {
+    if jobs == 0 {
+        return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    }
+    if let Some(seconds) = args.budget {
+        check_seconds("--budget", seconds).map_err(MiloError::Usage)?;
+    }
+    if args.evaluations == Some(0) {
+        return Err(MiloError::Usage(
+            "--evaluations must be at least 1, got 0".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The construction a resumed run starts from: the best its --out holds, or, when the run was
+/// stopped before it saved one, its own start (which must still be the same construction).
+fn resume_start(problem: &dyn Problem, out: &Path, header: &RunHeader) -> Result<Vec<f64>> {
+    if let Ok(best) = read_values(out) {
+        if problem.check(&best).is_ok() {
+            return Ok(best);
+        }
+    }
+    let start = read_values(&header.start).map_err(|e| {
+        MiloError::Usage(format!(
+            "{} holds no best construction and the run's start {} cannot be read ({e}); \
+             start a new run",
+            out.display(),
+            header.start.display()
+        ))
+    })?;
+    if values_sha256(&start) != header.start_sha256 {
+        return Err(MiloError::Usage(format!(
+            "{} holds no best construction and the run's start {} has changed since the run \
+             began (sha256 of its values differs); start a new run",
+            out.display(),
+            header.start.display()
+        )));
+    }
+    Ok(start)
+}
+
+/// The folder a file is in (`.` for a bare name).
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `path` relative to the folder of `file` when both resolve; otherwise as given.
+fn relative_to_folder_of(path: &Path, file: &Path) -> PathBuf {
+    let (Ok(path_abs), Ok(folder)) = (
+        std::path::absolute(path),
+        std::path::absolute(folder_of(file)),
+    ) else {
+        return path.to_path_buf();
+    };
+    pathdiff::diff_paths(&path_abs, &folder).unwrap_or(path_abs)
+}
+
 /// The default program of a problem, embedded from `problems/optimizers/<slug>.default.toml`.
 pub fn default_program(problem: &dyn Problem) -> Result<Program> {
     let slug = problem.slug();
@@ -113,8 +463,9 @@ pub fn default_program(problem: &dyn Problem) -> Result<Program> {
     )
 }
 
-/// Shows the best score, the stage, β, the evaluation rate, the budget and the most time left.
-struct ProgressObserver {
+/// Shows the best score, the stage, β, the evaluation rate, the budget and the most time left,
+/// and keeps the run's files current.
+struct ProgressObserver<'a> {
     status: StatusLine,
     budget_seconds: Option<f64>,
     budget_evaluations: Option<u64>,
@@ -123,9 +474,10 @@ struct ProgressObserver {
     beta: Option<f64>,
     /// Evaluations and seconds at the last report.
     spent: (u64, f64),
+    files: &'a mut RunFiles,
 }
 
-impl ProgressObserver {
+impl ProgressObserver<'_> {
     fn refresh(&self) {
         let (evaluations, seconds) = self.spent;
         let beta = self.beta.map(|b| format!(" β {b:.0e}")).unwrap_or_default();
@@ -148,7 +500,7 @@ impl ProgressObserver {
             }
         }
         if let Some(total) = self.budget_seconds {
-            budget.push(format!("{total} s"));
+            budget.push(format!("{total:.0} s"));
             let by_time = (total - seconds).max(0.0);
             left = Some(left.map_or(by_time, |l| l.min(by_time)));
         }
@@ -164,7 +516,7 @@ impl ProgressObserver {
     }
 }
 
-impl Observer for ProgressObserver {
+impl Observer for ProgressObserver<'_> {
     fn stage_started(&mut self, path: &str, kind: &str) {
         self.stage = format!("{kind} {path}");
         self.refresh();
@@ -177,88 +529,63 @@ impl Observer for ProgressObserver {
         self.beta = record.beta;
         self.spent = (record.evaluations, record.seconds);
         self.refresh();
+        self.files.stage_finished(record);
     }
-    fn improved(&mut self, point: &TracePoint) {
+    fn improved(&mut self, point: &TracePoint, best: &[f64]) {
         self.best = point.score;
         self.spent = (point.evaluations, point.seconds);
         self.refresh();
+        self.files.improved(point, best);
     }
 }
 
 /// Runs `milo optimize`.
 pub fn run(args: &OptimizeArgs) -> Result<i32> {
-    let problem = by_slug(&args.problem)?;
-    let start = read_values(&args.start)?;
-    let program = match &args.program {
-        Some(path) => Program::load(path)?,
-        None => default_program(problem.as_ref())?,
+    let Plan {
+        problem,
+        program,
+        start,
+        settings,
+        mut files,
+        resumed_after,
+    } = match &args.resume {
+        Some(trace) => Plan::resume(args, trace)?,
+        None => Plan::new(args)?,
     };
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("milo-{}-seed{}.json", problem.slug(), args.seed))
-    });
-    if args.jobs == 0 {
-        return Err(MiloError::Usage("--jobs must be at least 1".into()));
+    let out = files.out.path.clone();
+    if resumed_after > 0 {
+        note!(
+            "milo: continuing {} (segment {}, n = {}) with program '{}' from {}; Ctrl-C writes \
+             the best so far",
+            problem.slug(),
+            resumed_after + 1,
+            start.len(),
+            program.name,
+            out.display()
+        );
+    } else {
+        note!(
+            "milo: optimizing {} (n = {}) with program '{}'; Ctrl-C writes the best so far to {}",
+            problem.slug(),
+            start.len(),
+            program.name,
+            out.display()
+        );
     }
-    if let Some(seconds) = args.budget {
-        check_seconds("--budget", seconds).map_err(MiloError::Usage)?;
-    }
-    if args.evaluations == Some(0) {
-        return Err(MiloError::Usage(
-            "--evaluations must be at least 1, got 0".into(),
-        ));
-    }
-    if let Some(trace) = &args.trace {
-        if std::path::absolute(trace).ok() == std::path::absolute(&out).ok() {
-            return Err(MiloError::Usage(format!(
-                "--out and --trace both name {}; give them different files",
-                out.display()
-            )));
-        }
-    }
-    // Both files are created now, so a missing directory or a taken name fails before the run
-    // and two runs cannot both claim one name.
-    let out_file = Reserved::new("--out", &out)?;
-    let trace_file = args
-        .trace
-        .as_deref()
-        .map(|path| Reserved::new("--trace", path))
-        .transpose()?;
-    let settings = RunSettings {
-        seed: args.seed,
-        seconds: args.budget.or(if args.evaluations.is_none() {
-            Some(30.0)
-        } else {
-            None
-        }),
-        evaluations: args.evaluations,
-        jobs: args.jobs,
-        // Ctrl-C: stages wind down, the best so far is verified and written.
-        cancel: super::cancel_on_ctrl_c(),
-    };
-    note!(
-        "milo: optimizing {} (n = {}) with program '{}'; Ctrl-C writes the best so far to {}",
-        problem.slug(),
-        start.len(),
-        program.name,
-        out.display()
-    );
     let mut observer = ProgressObserver {
         status: StatusLine::start("milo optimize", args.json),
         budget_seconds: settings.seconds,
         budget_evaluations: settings.evaluations,
-        best: problem.score_fast(&start).value,
+        best: files.start_score,
         stage: "starting".into(),
         beta: None,
         spent: (0, 0.0),
+        files: &mut files,
     };
     observer.refresh();
     let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut observer)?;
     drop(observer);
-    out_file.fill(|path| write_values(path, &outcome.best))?;
-    if let Some(trace_file) = trace_file {
-        let text = serde_json::to_string_pretty(&outcome.trace).expect("traces serialise");
-        trace_file.fill(|path| crate::atomic_file::write(path, text.as_bytes()))?;
-    }
+    files.finish(&outcome)?;
     let improvement = match problem.spec().direction {
         Direction::Minimize => &outcome.start_exact - &outcome.best_exact,
         Direction::Maximize => &outcome.best_exact - &outcome.start_exact,
@@ -275,7 +602,8 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     let report = json!({
         "problem": problem.slug(),
         "program": program.name,
-        "seed": args.seed,
+        "seed": settings.seed,
+        "segment": resumed_after + 1,
         "n_start": start.len(),
         "n_best": outcome.best.len(),
         "start_exact": decimal_string(&outcome.start_exact, SCORE_DIGITS),

@@ -10,6 +10,7 @@
 
 pub mod evidence;
 pub mod trace;
+pub mod trace_file;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
@@ -44,8 +45,9 @@ pub trait Observer {
     fn stage_started(&mut self, _path: &str, _kind: &str) {}
     /// A stage ended.
     fn stage_finished(&mut self, _record: &StageRecord) {}
-    /// The best score improved.
-    fn improved(&mut self, _point: &TracePoint) {}
+    /// The best score improved; `best` is the new best construction (valid by the problem's
+    /// checks, better by the float64 score; the exact verification comes at the run's end).
+    fn improved(&mut self, _point: &TracePoint, _best: &[f64]) {}
 }
 
 /// An observer that ignores everything.
@@ -235,8 +237,9 @@ impl<'a> Runner<'a> {
                 seconds: self.started.elapsed().as_secs_f64(),
                 evaluations: self.evaluations,
                 score,
+                n: Some(values.len()),
             };
-            self.observer.improved(&point);
+            self.observer.improved(&point, values);
             self.trace.points.push(point);
         }
     }

@@ -11,6 +11,9 @@ pub struct TracePoint {
     pub evaluations: u64,
     /// Best float64 score so far.
     pub score: f64,
+    /// Length of the best construction (absent in traces written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<usize>,
 }
 
 /// What one stage did.

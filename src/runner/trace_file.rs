@@ -1,0 +1,198 @@
+//! The file `milo optimize --trace` writes: the run's settings (enough to continue it), one
+//! record per segment (a first run and each `--resume`), and the [`Trace`] of all of them on one
+//! clock.
+//!
+//! The file and the `--out` construction are rewritten (atomically) while the run goes on, so a
+//! run stopped in any way, a kill included, leaves a best construction and a trace that
+//! `milo optimize --resume TRACE` continues from. Times and evaluation counts in the merged
+//! trace are cumulative over the segments, so a curve drawn from it spans the whole campaign.
+
+use super::trace::{StopReason, Trace};
+use crate::bounded_read::{read_text_capped, RECORDS_CAP};
+use crate::error::{MiloError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What a run was asked to do: the problem, the program, the start, the seed and the budget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// The problem's slug.
+    pub problem: String,
+    /// The program's name.
+    pub program_name: String,
+    /// The program as TOML (it parses back to the program that ran).
+    pub program: String,
+    /// The start file as given (`-` for standard input).
+    pub start: PathBuf,
+    /// sha256 of the start's values as little-endian float64 bits (whatever its file format).
+    pub start_sha256: String,
+    /// The start's length.
+    pub start_n: usize,
+    /// The start's exact score, 40 significant digits.
+    pub start_exact: String,
+    /// The best construction's file, relative to the trace file's folder when it can be.
+    pub out: PathBuf,
+    /// The seed of the first segment; later segments use seeds derived from it.
+    pub seed: u64,
+    /// Threads for independent restarts.
+    pub jobs: usize,
+    /// The run's total wall-clock budget over all segments, in seconds.
+    pub budget_seconds: Option<f64>,
+    /// The run's total evaluation budget over all segments.
+    pub budget_evaluations: Option<u64>,
+}
+
+/// One continuous stretch of a run: the first, or one `--resume`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    /// The seed this segment ran with.
+    pub seed: u64,
+    /// Float64 score of the construction it started from.
+    pub start_score: f64,
+    /// Length of the construction it started from.
+    pub start_n: usize,
+    /// Wall seconds it ran (so far, while it runs).
+    pub seconds: f64,
+    /// CPU seconds of the process while it ran.
+    pub cpu_seconds: f64,
+    /// Objective evaluations it used.
+    pub evaluations: u64,
+    /// Why it ended; absent while it runs or when it was killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StopReason>,
+    /// The exact score of the best after it, 40 significant digits; absent until it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_exact: Option<String>,
+}
+
+/// The content of a `--trace` file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TraceFile {
+    /// The run's settings; absent in traces written before runs could be resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunHeader>,
+    /// The segments, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<Segment>,
+    /// Every segment's trace on one clock (seconds and evaluations cumulative).
+    #[serde(flatten)]
+    pub trace: Trace,
+}
+
+impl TraceFile {
+    /// Reads a trace file.
+    pub fn read(path: &Path) -> Result<TraceFile> {
+        let text = read_text_capped(path, RECORDS_CAP, "trace")?;
+        serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
+            path: path.to_path_buf(),
+            message: format!("not a milo optimize trace: {e}"),
+        })
+    }
+
+    /// Writes it atomically as pretty JSON.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("traces serialise");
+        crate::atomic_file::write(path, text.as_bytes())
+    }
+
+    /// Wall seconds and evaluations of the finished segments together.
+    pub fn spent(&self) -> (f64, u64) {
+        self.segments
+            .iter()
+            .fold((0.0, 0), |(s, e), g| (s + g.seconds, e + g.evaluations))
+    }
+
+    /// This file with `segment` and its `trace` added after the segments before it: the trace's
+    /// times and evaluations are shifted by what those had spent.
+    pub fn with_segment(&self, segment: Segment, trace: &Trace) -> TraceFile {
+        let (seconds, evaluations) = self.spent();
+        let mut merged = self.clone();
+        merged
+            .trace
+            .points
+            .extend(trace.points.iter().cloned().map(|mut p| {
+                p.seconds += seconds;
+                p.evaluations += evaluations;
+                p
+            }));
+        merged.trace.stages.extend(trace.stages.iter().cloned());
+        merged.trace.stopped = segment.stopped.or(trace.stopped);
+        merged.segments.push(segment);
+        merged
+    }
+}
+
+/// sha256 of values as little-endian float64 bits: names a construction whatever its format.
+pub fn values_sha256(values: &[f64]) -> String {
+    let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+    crate::suite::sha256_hex(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::TracePoint;
+
+    fn point(seconds: f64, evaluations: u64, score: f64) -> TracePoint {
+        TracePoint {
+            seconds,
+            evaluations,
+            score,
+            n: Some(10),
+        }
+    }
+
+    fn segment(seconds: f64, evaluations: u64) -> Segment {
+        Segment {
+            seed: 1,
+            start_score: 2.0,
+            start_n: 10,
+            seconds,
+            cpu_seconds: seconds,
+            evaluations,
+            stopped: Some(StopReason::Deadline),
+            best_exact: None,
+        }
+    }
+
+    #[test]
+    fn a_second_segment_continues_the_clock_and_the_evaluation_count_of_the_first() {
+        let first = Trace {
+            points: vec![point(1.0, 5, 1.9)],
+            ..Trace::default()
+        };
+        let file = TraceFile::default().with_segment(segment(10.0, 50), &first);
+        let second = Trace {
+            points: vec![point(2.0, 7, 1.8)],
+            stopped: Some(StopReason::Converged),
+            ..Trace::default()
+        };
+        let mut next = segment(4.0, 9);
+        next.stopped = None;
+        let file = file.with_segment(next, &second);
+        assert_eq!(file.spent(), (14.0, 59));
+        let times: Vec<_> = file
+            .trace
+            .points
+            .iter()
+            .map(|p| (p.seconds, p.evaluations))
+            .collect();
+        assert_eq!(times, vec![(1.0, 5), (12.0, 57)]);
+        assert_eq!(file.trace.stopped, Some(StopReason::Converged));
+    }
+
+    #[test]
+    fn a_trace_written_before_runs_could_be_resumed_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.json");
+        std::fs::write(
+            &path,
+            r#"{"points":[{"seconds":1.0,"evaluations":3,"score":1.5}],"stages":[],"stopped":"converged"}"#,
+        )
+        .unwrap();
+        let file = TraceFile::read(&path).unwrap();
+        assert!(file.run.is_none());
+        assert_eq!(file.trace.points[0].n, None);
+        assert_eq!(file.spent(), (0.0, 0));
+    }
+}
