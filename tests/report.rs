@@ -459,3 +459,79 @@ fn a_directory_that_is_neither_a_run_nor_a_benchmark_is_a_usage_error() {
     );
     assert!(!dir.path().join("report").exists());
 }
+
+/// A folder of `milo optimize` traces is a page of record campaigns: per problem, each run's
+/// best-so-far figure over wall hours, its ladder of n (every length its best reached, with the
+/// best at it) and a row with its start, program, seed, segments and verified best.
+#[test]
+fn a_folder_of_optimize_traces_is_a_records_page_with_curves_and_the_ladder_of_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("records/third");
+    std::fs::create_dir_all(&runs).unwrap();
+    let start = common::root()
+        .join("constructions/third-autocorrelation-inequality/capped-arcsine-400.json");
+    let (out, trace) = (runs.join("a.json.gz"), runs.join("a.trace.json"));
+    let run = milo(&[
+        "optimize",
+        "third-autocorrelation-inequality",
+        "--start",
+        start.to_str().unwrap(),
+        "--evaluations",
+        "6000",
+        "--seed",
+        "2",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let resumed = milo(&[
+        "optimize",
+        "--resume",
+        trace.to_str().unwrap(),
+        "--evaluations",
+        "9000",
+        "-q",
+    ]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let lengths: std::collections::BTreeSet<u64> = file["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["n"].as_u64().unwrap())
+        .collect();
+    assert!(lengths.len() >= 2, "the run climbed: {lengths:?}");
+    let best_exact = file["segments"][1]["best_exact"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let report_dir = dir.path().join("page");
+    let run = milo(&[
+        "report",
+        dir.path().join("records").to_str().unwrap(),
+        "--out",
+        report_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let html = std::fs::read_to_string(report_dir.join("index.html")).unwrap();
+    assert!(html.contains("Record campaigns"));
+    assert!(html.contains("third-autocorrelation-inequality"));
+    assert!(html.contains("third/a.trace.json"));
+    assert!(html.contains("2 segment(s)"));
+    assert!(html.contains(&best_exact), "the verified best, in full");
+    let stems = checked_figures(&report_dir, &html);
+    assert_eq!(
+        stems,
+        vec!["third-autocorrelation-inequality-0".to_string()]
+    );
+    for n in lengths {
+        assert!(
+            html.contains(&format!("<td>{n}</td>")),
+            "n = {n} on the ladder"
+        );
+    }
+}

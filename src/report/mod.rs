@@ -1,12 +1,14 @@
 //! `milo report`: one self-contained, interactive HTML page (data embedded as JSON, an inline
 //! script, no server, no network) with sortable tables and figures for papers (PNG, linking to
-//! SVG), for a search run directory (it holds `lineage.jsonl`), a campaign directory or a
-//! benchmark directory (it holds `results.json`).
+//! SVG), for a search run directory (it holds `lineage.jsonl`), a campaign directory, a
+//! benchmark directory (it holds `results.json`) or a folder of record campaigns (`milo
+//! optimize` traces, `*.trace.json`).
 //!
 //! One file per kind of figure: [`lineage_tree`], [`progress`] (best so far), [`construction`]
 //! (the best construction and its lags), [`bench`](mod@bench) (a benchmark's curves and tables); [`run`]
 //! assembles a run's page, [`campaign`](mod@campaign) a campaign's (its pull, its submissions, its
-//! run), [`interactive`] the data the page's script draws from, [`html`] writes pages (with
+//! run), [`records`] a folder of record campaigns' (best so far over hours, the ladder of n),
+//! [`interactive`] the data the page's script draws from, [`html`] writes pages (with
 //! [`digits`] for numbers), [`plot`] saves figures, [`watch`] rewrites a page as records arrive.
 
 pub mod bench;
@@ -18,6 +20,7 @@ pub mod interactive;
 pub mod lineage_tree;
 pub mod plot;
 pub mod progress;
+pub mod records;
 pub mod run;
 pub mod watch;
 
@@ -52,10 +55,15 @@ fn report_page(dir: &Path, out: &Path, refresh: Option<u32>) -> Result<PathBuf> 
     }
     let is_run = dir.join(LINEAGE_FILE).is_file();
     if !is_run && !dir.join(RESULTS_FILE).is_file() && !dir.join(CONFIG_FILE).is_file() {
+        if records::holds_records(dir) {
+            create_dir(out)?;
+            return write_page(out, records::records_page(dir, out)?, refresh);
+        }
         return Err(MiloError::Usage(format!(
             "{} holds neither {LINEAGE_FILE} (a search run) nor {RESULTS_FILE} or {CONFIG_FILE} \
-             (a benchmark)",
+             (a benchmark) nor milo optimize traces (*{})",
             dir.display(),
+            records::TRACE_SUFFIX
         )));
     }
     create_dir(out)?;
