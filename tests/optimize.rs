@@ -15,10 +15,9 @@ fn start_of(slug: &str) -> Vec<f64> {
     let dir = root().join("constructions").join(slug);
     let file = std::fs::read_dir(&dir)
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_file())
+        .unwrap();
     read_values(&file).unwrap()
 }
 
