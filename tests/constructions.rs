@@ -133,7 +133,10 @@ fn records_score_what_they_say_and_their_traces_carry_the_provenance() {
         .filter(|l| l.starts_with("| ") && l.contains(".json.gz"))
         .map(|l| l.split('|').map(|c| c.trim().to_string()).collect())
         .collect();
-    assert!(!rows.is_empty(), "the {RECORDS_HEADING} table lists no record");
+    assert!(
+        !rows.is_empty(),
+        "the {RECORDS_HEADING} table lists no record"
+    );
     let arena = common::arena_dir("records_score_what_they_say");
     for row in &rows {
         let (problem, file, n) = (&row[1], row[2].trim_matches('`'), &row[3]);
@@ -172,7 +175,11 @@ fn records_score_what_they_say_and_their_traces_carry_the_provenance() {
             .rev()
             .find_map(|s| s["best_exact"].as_str())
             .unwrap();
-        assert_eq!(last_best, recorded.as_str(), "{file}: the trace's verified best");
+        assert_eq!(
+            last_best,
+            recorded.as_str(),
+            "{file}: the trace's verified best"
+        );
 
         let Some(arena) = &arena else { continue };
         let minimize = problem != "second-autocorrelation-inequality";
@@ -185,14 +192,19 @@ fn records_score_what_they_say_and_their_traces_carry_the_provenance() {
                 .unwrap()
                 .parse::<f64>()
                 .unwrap();
-            let beats = if minimize { ours < theirs } else { ours > theirs };
+            let beats = if minimize {
+                ours < theirs
+            } else {
+                ours > theirs
+            };
             assert!(beats, "{file} does not beat {}", frozen.display());
         }
         if start.contains("arena/") {
             let frozen = arena.join(problem).join(source.rsplit('/').next().unwrap());
             let start_verify = milo(&["verify", problem, frozen.to_str().unwrap(), "--json"]);
             assert_eq!(
-                start_verify.json()["score_exact"], run["start_exact"],
+                start_verify.json()["score_exact"],
+                run["start_exact"],
                 "{file}: its start is the frozen {}",
                 frozen.display()
             );

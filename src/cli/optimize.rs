@@ -11,9 +11,10 @@ use crate::program::Program;
 use crate::runner::trace::cpu_seconds;
 use crate::runner::trace_file::{values_sha256, RunHeader, Segment, TraceFile};
 use crate::runner::{
-    derive_seed, run_program, Observer, RunOutcome, RunSettings, StageRecord, StopReason, Trace,
-    TracePoint,
+    derive_seed, run_program_scored, Observer, RunOutcome, RunSettings, StageRecord, StopReason,
+    Trace, TracePoint,
 };
+use num_rational::BigRational;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -227,6 +228,7 @@ struct Plan {
     problem: Box<dyn Problem>,
     program: Program,
     start: Vec<f64>,
+    start_exact: BigRational,
     settings: RunSettings,
     files: RunFiles,
     /// Segments before this one.
@@ -259,6 +261,7 @@ impl Plan {
             }
         }
         problem.check(&start).map_err(MiloError::Invalid)?;
+        let start_exact = problem.score_exact(&start);
         // Both files are created now, so a missing directory or a taken name fails before the
         // run and two runs cannot both claim one name.
         let out_file = Reserved::new("--out", &out)?;
@@ -275,7 +278,7 @@ impl Plan {
             start: start_path.clone(),
             start_sha256: values_sha256(&start),
             start_n: start.len(),
-            start_exact: decimal_string(&problem.score_exact(&start), SCORE_DIGITS),
+            start_exact: decimal_string(&start_exact, SCORE_DIGITS),
             out: match &args.trace {
                 Some(trace) => relative_to_folder_of(&out, trace),
                 None => out.clone(),
@@ -297,7 +300,12 @@ impl Plan {
             ..TraceFile::default()
         };
         Ok(Plan::with_files(
-            problem, program, start, settings, out_file, trace_file, base,
+            problem,
+            program,
+            (start, start_exact),
+            settings,
+            (out_file, trace_file),
+            base,
         ))
     }
 
@@ -337,6 +345,8 @@ impl Plan {
             )));
         }
         let start = resume_start(problem.as_ref(), &out, &header)?;
+        problem.check(&start).map_err(MiloError::Invalid)?;
+        let start_exact = problem.score_exact(&start);
         let segment = base.segments.len();
         let settings = RunSettings {
             // Each segment draws afresh: a resumed run does not replay the hops it made.
@@ -353,19 +363,25 @@ impl Plan {
         let out_file = Reserved::owned(&out);
         let trace_file = Some(Reserved::owned(trace_path));
         let mut plan = Plan::with_files(
-            problem, program, start, settings, out_file, trace_file, base,
+            problem,
+            program,
+            (start, start_exact),
+            settings,
+            (out_file, trace_file),
+            base,
         );
         plan.resumed_after = segment;
         Ok(plan)
     }
 
+    /// A plan that starts from `start` (with its exact score) and writes `files` (--out and
+    /// --trace) on top of `base`.
     fn with_files(
         problem: Box<dyn Problem>,
         program: Program,
-        start: Vec<f64>,
+        (start, start_exact): (Vec<f64>, BigRational),
         settings: RunSettings,
-        out: Reserved,
-        trace: Option<Reserved>,
+        (out, trace): (Reserved, Option<Reserved>),
         base: TraceFile,
     ) -> Plan {
         let files = RunFiles {
@@ -385,6 +401,7 @@ impl Plan {
             problem,
             program,
             start,
+            start_exact,
             settings,
             files,
             resumed_after: 0,
@@ -545,6 +562,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         problem,
         program,
         start,
+        start_exact,
         settings,
         mut files,
         resumed_after,
@@ -583,7 +601,14 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         files: &mut files,
     };
     observer.refresh();
-    let outcome = run_program(problem.as_ref(), &start, &program, &settings, &mut observer)?;
+    let outcome = run_program_scored(
+        problem.as_ref(),
+        &start,
+        &start_exact,
+        &program,
+        &settings,
+        &mut observer,
+    )?;
     drop(observer);
     files.finish(&outcome)?;
     let improvement = match problem.spec().direction {
