@@ -35,7 +35,7 @@ fn settings(evaluations: u64, jobs: usize) -> RunSettings {
     }
 }
 
-/// Every seed program parses and runs on a problem it is meant for, returning a valid
+/// Every seed program (and every campaign program) parses and runs on a problem it is meant for, returning a valid
 /// construction whose exact score is no worse than the start's.
 #[test]
 fn seed_programs_run_and_never_return_worse_or_invalid() {
@@ -51,6 +51,18 @@ fn seed_programs_run_and_never_return_worse_or_invalid() {
         ("prune-regrow.toml", "first-autocorrelation-inequality"),
         ("sequential-lp.toml", "first-autocorrelation-inequality"),
         ("dinkelbach.toml", "second-autocorrelation-inequality"),
+        (
+            "first-autocorrelation-inequality.campaign.toml",
+            "first-autocorrelation-inequality",
+        ),
+        (
+            "second-autocorrelation-inequality.campaign.toml",
+            "second-autocorrelation-inequality",
+        ),
+        (
+            "third-autocorrelation-inequality.campaign.toml",
+            "third-autocorrelation-inequality",
+        ),
     ];
     for (file, slug) in cases {
         let problem = by_slug(slug).unwrap();

@@ -336,8 +336,8 @@ impl Plan {
             .map(|total| total.saturating_sub(spent_evaluations));
         if seconds.is_some_and(|s| s <= 0.0) || evaluations == Some(0) {
             return Err(MiloError::Usage(format!(
-                "--resume {}: the run has spent its budget ({:.0} s, {} evaluations over {} \
-                 segments); give a larger total with --budget or --evaluations",
+                "--resume {}: the run has spent its budget ({:.0} s and {} evaluations in {} \
+                 segment(s)); give a larger total with --budget or --evaluations",
                 trace_path.display(),
                 spent_seconds,
                 spent_evaluations,
