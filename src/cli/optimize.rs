@@ -8,7 +8,7 @@ use crate::exact::rational::{decimal_string, SCORE_DIGITS};
 use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Direction, Problem};
 use crate::program::Program;
-use crate::runner::trace::cpu_seconds;
+use crate::runner::trace::process_cpu_seconds;
 use crate::runner::trace_file::{values_sha256, RunHeader, Segment, TraceFile};
 use crate::runner::{
     derive_seed, run_program_scored, Observer, RunOutcome, RunSettings, StageRecord, StopReason,
@@ -188,7 +188,7 @@ impl RunFiles {
             start_score: self.start_score,
             start_n: self.start_n,
             seconds: self.started.elapsed().as_secs_f64(),
-            cpu_seconds: cpu_seconds() - self.cpu_at_start,
+            cpu_seconds: process_cpu_seconds() - self.cpu_at_start,
             // Stages report their own evaluations; restarts' inner stages only reach the points.
             evaluations: self
                 .segment
@@ -393,7 +393,7 @@ impl Plan {
             start_n: start.len(),
             segment: Trace::default(),
             started: Instant::now(),
-            cpu_at_start: cpu_seconds(),
+            cpu_at_start: process_cpu_seconds(),
             pending: None,
             written_at: None,
         };

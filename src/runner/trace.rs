@@ -99,8 +99,18 @@ pub fn active_set(lags: &[f64], tolerance: f64) -> usize {
 ///
 /// Per thread, so that runs evaluated in parallel each count only their own work.
 pub fn cpu_seconds() -> f64 {
-    // Fields 14 and 15 of /proc/thread-self/stat are utime and stime in clock ticks (100 Hz).
-    std::fs::read_to_string("/proc/thread-self/stat")
+    stat_cpu_seconds("/proc/thread-self/stat")
+}
+
+/// CPU seconds (user + system) of the whole process so far, every thread's; 0 where
+/// unavailable.
+pub fn process_cpu_seconds() -> f64 {
+    stat_cpu_seconds("/proc/self/stat")
+}
+
+/// utime + stime of a `/proc/…/stat` file (fields 14 and 15, clock ticks at 100 Hz), in seconds.
+fn stat_cpu_seconds(path: &str) -> f64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|stat| {
             let after = stat.rsplit_once(')')?.1;

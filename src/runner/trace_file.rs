@@ -53,7 +53,7 @@ pub struct Segment {
     pub start_n: usize,
     /// Wall seconds it ran (so far, while it runs).
     pub seconds: f64,
-    /// CPU seconds of the process while it ran.
+    /// CPU seconds of the process (all its threads) while it ran.
     pub cpu_seconds: f64,
     /// Objective evaluations it used.
     pub evaluations: u64,
