@@ -8,13 +8,10 @@
 //! cascade from the floor, `floor, floor·step, …` up to the ceiling. The floor defaults to the
 //! problem's ([`Problem::beta_floor_after_resample`]). The factor shrinks to respect `max_n` and
 //! the problem's length limit; when no factor of at least 2 fits, the stage leaves the values
-//! unchanged (so a schedule of refinements ends at its target). With `to_n` the stage projects
-//! instead onto exactly that many cells (the cell averages of the step function, any ratio), so a
-//! ladder of doublings that stops short of the length limit (third: 51,200 of 100,000) can end
-//! at it.
+//! unchanged (so a schedule of refinements ends at its target).
 
 use super::lbfgs::Lbfgs;
-use super::resample::{block_repeat, project, with_noise};
+use super::resample::{block_repeat, with_noise};
 use super::{at_least_one, non_negative, positive, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::{Budget, Parameterisation};
 use crate::problems::Problem;
@@ -27,10 +24,6 @@ pub struct Refine {
     /// The largest block-repeat factor (reduced to fit `max_n`).
     #[serde(default = "default_factor")]
     pub factor: usize,
-    /// Project onto exactly this many cells instead (area-preserving, any ratio), when it is
-    /// finer than the construction and within `max_n` and the length limit; `factor` is unused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_n: Option<usize>,
     /// The finest resolution this stage refines to (also capped by the problem's length limit);
     /// absent: the length limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,31 +100,14 @@ pub fn beta_ladder(floor: f64, ceiling: f64, step: f64) -> Vec<f64> {
 }
 
 impl Refine {
-    /// The finest length this stage may reach: `max_n` within the problem's length limit.
-    fn limit(&self, problem: &dyn Problem) -> usize {
-        self.max_n
-            .map_or(problem.spec().max_len, |m| m.min(problem.spec().max_len))
-    }
-
     /// The block-repeat factor used from length `n`: the largest `k ≤ factor` with `k·n` within
     /// `max_n` and the problem's length limit; `None` if that is below 2.
     pub fn factor_from(&self, problem: &dyn Problem, n: usize) -> Option<usize> {
-        let k = self.factor.min(self.limit(problem) / n.max(1));
+        let limit = self
+            .max_n
+            .map_or(problem.spec().max_len, |m| m.min(problem.spec().max_len));
+        let k = self.factor.min(limit / n.max(1));
         (k >= 2).then_some(k)
-    }
-
-    /// The finer grid from `values`: the projection onto `to_n` cells when that is set, finer
-    /// and within the limit; else the block repeat by [`Refine::factor_from`]; `None` when
-    /// neither applies.
-    fn finer(&self, problem: &dyn Problem, values: &[f64]) -> Option<Vec<f64>> {
-        match self.to_n {
-            Some(m) if m > values.len() && m <= self.limit(problem) => Some(project(values, m)),
-            Some(_) => None,
-            None => Some(block_repeat(
-                values,
-                self.factor_from(problem, values.len())?,
-            )),
-        }
     }
 
     /// The cascade run after the resample.
@@ -168,11 +144,6 @@ impl Stage for Refine {
         if let Some(m) = self.max_n {
             at_least_one(path, "max_n", m)?;
         }
-        if let Some(m) = self.to_n {
-            if m < 2 {
-                return Err(format!("{path}.to_n: must be at least 2, got {m}"));
-            }
-        }
         non_negative(path, "noise", self.noise)?;
         if let Some(floor) = self.beta_floor {
             positive(path, "beta_floor", floor)?;
@@ -192,8 +163,8 @@ impl Stage for Refine {
         TUNABLE
     }
 
-    /// The finer grid ([`Refine::finer`]) with seeded noise, then [`Refine::cascade`]; the values
-    /// unchanged when there is no finer grid to go to.
+    /// Block repeat by [`Refine::factor_from`] with seeded noise, then [`Refine::cascade`];
+    /// the values unchanged when no factor fits.
     fn run(
         &self,
         problem: &dyn Problem,
@@ -201,10 +172,10 @@ impl Stage for Refine {
         budget: &Budget,
         seed: u64,
     ) -> StageOutcome {
-        let Some(fine) = self.finer(problem, start) else {
+        let Some(factor) = self.factor_from(problem, start.len()) else {
             return StageOutcome::plain(start.to_vec());
         };
-        let mut fine = with_noise(fine, self.noise, seed);
+        let mut fine = with_noise(block_repeat(start, factor), self.noise, seed);
         if problem.check(&fine).is_err() {
             problem.repair(&mut fine);
         }
@@ -285,37 +256,6 @@ mod tests {
         };
         let out = stage.run(third.as_ref(), &start, &Budget::evaluations(100), 1);
         assert_eq!(out.values, start);
-    }
-
-    #[test]
-    fn to_n_projects_onto_exactly_that_many_cells_once_and_a_bad_value_names_the_key() {
-        let third = by_slug("third-autocorrelation-inequality").unwrap();
-        let start: Vec<f64> = (0..40)
-            .map(|i| 1.0 + 0.3 * ((i as f64) * 0.7).sin())
-            .collect();
-        let stage = Refine {
-            to_n: Some(100),
-            ..refine()
-        };
-        let before = third.score_exact(&start);
-        let out = stage.run(third.as_ref(), &start, &Budget::evaluations(3_000), 1);
-        assert_eq!(out.values.len(), 100);
-        assert!(third.score_exact(&out.values) < before);
-        // At (or past) its target it is a no-op, as is a target past the length limit.
-        let again = stage.run(third.as_ref(), &out.values, &Budget::evaluations(100), 1);
-        assert_eq!(again.values, out.values);
-        let too_long = Refine {
-            to_n: Some(third.spec().max_len + 1),
-            ..refine()
-        };
-        let unchanged = too_long.run(third.as_ref(), &start, &Budget::evaluations(100), 1);
-        assert_eq!(unchanged.values, start);
-        let bad = Refine {
-            to_n: Some(1),
-            ..refine()
-        };
-        let message = bad.check("steps[0]").unwrap_err();
-        assert!(message.starts_with("steps[0].to_n:"), "{message}");
     }
 
     #[test]

@@ -127,36 +127,6 @@ pub fn pool(values: &[f64], factor: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The step function of `values` (equal cells on an interval) averaged over each of `m` equal
-/// cells on the same interval: any ratio of lengths, finer or coarser. Each new cell gets the mean
-/// of the old step function over it, so the integral over any union of whole new cells is kept
-/// (up to rounding); `m = k·n` is [`block_repeat`] and `n = k·m` is [`pool`].
-pub fn project(values: &[f64], m: usize) -> Vec<f64> {
-    let n = values.len();
-    if n == 0 || m == 0 {
-        return Vec::new();
-    }
-    // On a grid of n·m units: old cell i is [i·m, (i+1)·m), new cell j is [j·n, (j+1)·n).
-    let (n64, m64) = (n as u128, m as u128);
-    let mut out = Vec::with_capacity(m);
-    let mut i = 0usize;
-    for j in 0..m as u128 {
-        let (lo, hi) = (j * n64, (j + 1) * n64);
-        let mut sum = 0.0;
-        while i < n {
-            let (a, b) = (i as u128 * m64, (i as u128 + 1) * m64);
-            let overlap = hi.min(b).saturating_sub(lo.max(a));
-            sum += overlap as f64 * values[i];
-            if b > hi {
-                break;
-            }
-            i += 1;
-        }
-        out.push(sum / n as f64);
-    }
-    out
-}
-
 /// Applies a resampling method with its factor.
 pub fn resample(values: &[f64], method: ResampleMethod, factor: usize) -> Vec<f64> {
     match method {
@@ -220,24 +190,6 @@ mod tests {
         }
         assert_eq!(fine[0], 0.0);
         assert_eq!(fine[39], 9.0);
-    }
-
-    #[test]
-    fn projection_is_block_repeat_and_pool_at_integer_ratios_and_keeps_the_integral() {
-        let values = vec![0.25, 1.0, -0.5, 0.0, 3.0, 2.0];
-        assert_eq!(project(&values, 18), block_repeat(&values, 3));
-        assert_eq!(project(&values, 3), pool(&values, 2));
-        for m in [7, 10, 13, 25, 6] {
-            let fine = project(&values, m);
-            assert_eq!(fine.len(), m);
-            let (old, new) = (
-                values.iter().sum::<f64>() / values.len() as f64,
-                fine.iter().sum::<f64>() / m as f64,
-            );
-            assert!((old - new).abs() < 1e-12, "m = {m}: {old} vs {new}");
-        }
-        // 2 → 3 cells: the middle new cell straddles both old ones half and half.
-        assert_eq!(project(&[1.0, 4.0], 3), vec![1.0, 2.5, 4.0]);
     }
 
     #[test]
