@@ -223,29 +223,26 @@ fn optimize_cli_reports_json_and_never_overwrites() {
     assert!(again.stderr.contains("exists"));
 }
 
+/// `milo optimize` of basin hopping on the first problem's project start for 600 s (the tests
+/// stop it long before), with `args` added.
+fn long_basin_hopping(args: &[&str]) -> Command {
+    let start =
+        root().join("constructions/first-autocorrelation-inequality/capped-arcsine-600.json");
+    let program = root().join("problems/optimizers/basin-hopping.toml");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_milo"));
+    command
+        .args(["optimize", "first-autocorrelation-inequality", "--start"])
+        .args([start.to_str().unwrap(), "--budget", "600", "--program"])
+        .args([program.to_str().unwrap()])
+        .args(args);
+    command
+}
+
 #[test]
 fn ctrl_c_writes_the_best_so_far() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("best.json");
-    let start =
-        root().join("constructions/first-autocorrelation-inequality/capped-arcsine-600.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args([
-            "optimize",
-            "first-autocorrelation-inequality",
-            "--start",
-            start.to_str().unwrap(),
-            "--budget",
-            "600",
-            "--program",
-            root()
-                .join("problems/optimizers/basin-hopping.toml")
-                .to_str()
-                .unwrap(),
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let mut child = long_basin_hopping(&["--json", "--out", out.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -316,33 +313,19 @@ fn trace_json(path: &std::path::Path) -> Option<serde_json::Value> {
 fn a_killed_run_leaves_its_best_and_trace_and_resume_continues_them() {
     let dir = tempfile::tempdir().unwrap();
     let (out, trace) = (dir.path().join("best.json"), dir.path().join("trace.json"));
-    let start =
-        root().join("constructions/first-autocorrelation-inequality/capped-arcsine-600.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args([
-            "optimize",
-            "first-autocorrelation-inequality",
-            "--start",
-            start.to_str().unwrap(),
-            "--budget",
-            "600",
-            "--seed",
-            "5",
-            "--program",
-            root()
-                .join("problems/optimizers/basin-hopping.toml")
-                .to_str()
-                .unwrap(),
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-            "--trace",
-            trace.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = long_basin_hopping(&[
+        "--seed",
+        "5",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     // The first improvement is saved at once; wait for it (bounded), then kill without warning.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let saved = loop {
