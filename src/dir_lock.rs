@@ -23,7 +23,12 @@ impl DirLock {
     /// Locks `dir` (which must exist) for this process, or fails with [`MiloError::Busy`] naming
     /// the lock file and the holder's PID when another process holds it.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        let path = dir.join(LOCK_FILE);
+        DirLock::acquire_file(dir.join(LOCK_FILE))
+    }
+
+    /// Locks the lock file `path` itself (created if missing; its folder must exist): for a
+    /// lock that guards one file of a folder rather than the folder.
+    pub fn acquire_file(path: std::path::PathBuf) -> Result<DirLock> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -126,7 +126,8 @@ pub enum MiloError {
         /// What the operating system said.
         source: std::io::Error,
     },
-    /// Another process holds a directory's lock (a second `evolve` or `bench` on one directory).
+    /// Another process holds a lock: a directory's (a second `evolve` or `bench` on one
+    /// directory) or a run's (a second `optimize --resume` of one trace).
     #[error("{path} is held by another milo process{}; wait for it to end or stop it", holder(*.pid))]
     Busy {
         /// The lock file.

@@ -339,6 +339,14 @@ fn a_killed_run_leaves_its_best_and_trace_and_resume_continues_them() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
+    // One process at a time runs it: a resume while it runs is refused, naming the holder.
+    let busy = milo(&["optimize", "--resume", trace.to_str().unwrap()]);
+    assert_eq!(busy.code, 8, "{}", busy.stderr);
+    assert!(
+        busy.stderr.contains(&child.id().to_string()),
+        "{}",
+        busy.stderr
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let saved = trace_json(&trace).unwrap_or(saved);

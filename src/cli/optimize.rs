@@ -3,6 +3,7 @@
 use super::json_line;
 use super::status::{clock, eta, StatusLine};
 use crate::construction::{read_values, write_values};
+use crate::dir_lock::DirLock;
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, SCORE_DIGITS};
 use crate::optimize::budget::check_seconds;
@@ -135,6 +136,8 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 struct RunFiles {
     out: Reserved,
     trace: Option<Reserved>,
+    /// Held on `TRACE.lock` while the run goes on: one process at a time writes a run's files.
+    _lock: Option<DirLock>,
     /// The trace file as it was before this segment (the settings and earlier segments).
     base: TraceFile,
     /// This segment's seed, start score and length.
@@ -270,6 +273,7 @@ impl Plan {
             .as_deref()
             .map(|path| Reserved::new("--trace", path))
             .transpose()?;
+        let lock = args.trace.as_deref().map(lock_run).transpose()?;
         let seconds = args.budget.or(args.evaluations.is_none().then_some(30.0));
         let header = RunHeader {
             problem: problem.slug().to_string(),
@@ -306,11 +310,16 @@ impl Plan {
             settings,
             (out_file, trace_file),
             base,
+            lock,
         ))
     }
 
     /// The continuation of the run whose trace is `trace_path`.
     fn resume(args: &OptimizeArgs, trace_path: &Path) -> Result<Plan> {
+        // Read once to refuse a missing or foreign file before a lock file is made beside it;
+        // read again under the lock, which no other process can change then.
+        TraceFile::read(trace_path)?;
+        let lock = lock_run(trace_path)?;
         let base = TraceFile::read(trace_path)?;
         let Some(mut header) = base.run.clone() else {
             return Err(MiloError::Malformed {
@@ -369,6 +378,7 @@ impl Plan {
             settings,
             (out_file, trace_file),
             base,
+            Some(lock),
         );
         plan.resumed_after = segment;
         Ok(plan)
@@ -383,10 +393,12 @@ impl Plan {
         settings: RunSettings,
         (out, trace): (Reserved, Option<Reserved>),
         base: TraceFile,
+        lock: Option<DirLock>,
     ) -> Plan {
         let files = RunFiles {
             out,
             trace,
+            _lock: lock,
             base,
             seed: settings.seed,
             start_score: problem.score_fast(&start).value,
@@ -407,6 +419,13 @@ impl Plan {
             resumed_after: 0,
         }
     }
+}
+
+/// Locks the run whose trace is `trace` (on `TRACE.lock`), or says which process runs it.
+fn lock_run(trace: &Path) -> Result<DirLock> {
+    let mut name = trace.as_os_str().to_os_string();
+    name.push(".lock");
+    DirLock::acquire_file(PathBuf::from(name))
 }
 
 /// Budget and thread-count checks common to new and resumed runs.
