@@ -522,23 +522,24 @@ impl ProgressObserver<'_> {
         } else {
             0.0
         };
-        // The program may stop sooner by its own tests: the budget bounds the time left.
+        // The program may stop sooner by its own tests: the budget bounds the time left. A
+        // deadline's time left heads the line, counted down on every tick; an evaluation budget
+        // alone gives an estimate from the rate so far.
         let mut budget = Vec::new();
         let mut left: Option<f64> = None;
         if let Some(total) = self.budget_evaluations {
             budget.push(format!("{evaluations}/{total} evaluations"));
-            if let Some(eta) = eta(
-                Duration::from_secs_f64(seconds.max(0.0)),
-                evaluations as f64,
-                total as f64,
-            ) {
-                left = Some(eta.as_secs_f64());
+            if self.budget_seconds.is_none() {
+                left = eta(
+                    Duration::from_secs_f64(seconds.max(0.0)),
+                    evaluations as f64,
+                    total as f64,
+                )
+                .map(|eta| eta.as_secs_f64());
             }
         }
         if let Some(total) = self.budget_seconds {
             budget.push(format!("{total:.0} s"));
-            let by_time = (total - seconds).max(0.0);
-            left = Some(left.map_or(by_time, |l| l.min(by_time)));
         }
         let left = left
             .map(|l| format!(", at most {} left", clock(Duration::from_secs_f64(l))))
@@ -619,6 +620,11 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         spent: (0, 0.0),
         files: &mut files,
     };
+    if let Some(seconds) = settings.seconds {
+        observer
+            .status
+            .set_deadline(Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 1e7)));
+    }
     observer.refresh();
     let outcome = run_program_scored(
         problem.as_ref(),
