@@ -26,7 +26,10 @@ pub const EXAMPLES: &str = "Examples:
       --start constructions/third-autocorrelation-inequality/capped-arcsine-400.json --budget 60
   milo optimize first-autocorrelation-inequality --start start.npy --evaluations 20000 \\
       --seed 3 --out best.npy --trace trace.json     # .npy out for np.load
-  milo optimize erdos-min-overlap --start - --budget 30 --json -q < start.txt";
+  milo optimize erdos-min-overlap --start - --budget 30 --json -q < start.txt
+  milo optimize second-autocorrelation-inequality --start start.json --budget 7200 \
+      --out best.json.gz --trace run.trace.json      # saved as it goes
+  milo optimize --resume run.trace.json              # after any stop: on from the best";
 
 /// Arguments of `milo optimize`.
 #[derive(clap::Args, Debug)]
