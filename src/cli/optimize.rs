@@ -27,7 +27,7 @@ pub const EXAMPLES: &str = "Examples:
   milo optimize first-autocorrelation-inequality --start start.npy --evaluations 20000 \\
       --seed 3 --out best.npy --trace trace.json     # .npy out for np.load
   milo optimize erdos-min-overlap --start - --budget 30 --json -q < start.txt
-  milo optimize second-autocorrelation-inequality --start start.json --budget 7200 \
+  milo optimize second-autocorrelation-inequality --start start.json --budget 7200 \\
       --out best.json.gz --trace run.trace.json      # saved as it goes
   milo optimize --resume run.trace.json              # after any stop: on from the best";
 
