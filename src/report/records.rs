@@ -60,6 +60,9 @@ fn trace_paths(dir: &Path, depth: usize) -> Vec<PathBuf> {
 pub fn records_page(dir: &Path, out: &Path) -> Result<Page> {
     let mut by_problem: BTreeMap<String, Vec<Run>> = BTreeMap::new();
     for path in trace_paths(dir, MAX_DEPTH) {
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            continue; // a run's reservation before its first save
+        }
         let file = TraceFile::read(&path)?;
         let Some(run) = &file.run else { continue };
         let name = path
