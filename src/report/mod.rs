@@ -55,9 +55,8 @@ fn report_page(dir: &Path, out: &Path, refresh: Option<u32>) -> Result<PathBuf> 
     }
     let is_run = dir.join(LINEAGE_FILE).is_file();
     if !is_run && !dir.join(RESULTS_FILE).is_file() && !dir.join(CONFIG_FILE).is_file() {
-        if records::holds_records(dir) {
-            create_dir(out)?;
-            return write_page(out, records::records_page(dir, out)?, refresh);
+        if let Some(page) = records::records_page(dir, out)? {
+            return write_page(out, page, refresh);
         }
         return Err(MiloError::Usage(format!(
             "{} holds neither {LINEAGE_FILE} (a search run) nor {RESULTS_FILE} or {CONFIG_FILE} \

@@ -26,14 +26,6 @@ struct Run {
     file: TraceFile,
 }
 
-/// Whether `dir` holds record campaigns: a `*.trace.json` with a run's settings within
-/// [`MAX_DEPTH`] folders.
-pub fn holds_records(dir: &Path) -> bool {
-    trace_paths(dir, MAX_DEPTH)
-        .iter()
-        .any(|p| TraceFile::read(p).is_ok_and(|t| t.run.is_some()))
-}
-
 /// Every `*.trace.json` below `dir` (at most `depth` folders down), sorted by path.
 fn trace_paths(dir: &Path, depth: usize) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -56,8 +48,9 @@ fn trace_paths(dir: &Path, depth: usize) -> Vec<PathBuf> {
     found
 }
 
-/// The page of the record campaigns in `dir`, with its figures written into `out`.
-pub fn records_page(dir: &Path, out: &Path) -> Result<Page> {
+/// The page of the record campaigns in `dir`, with its figures written into `out`; `None` when
+/// `dir` holds no trace with a run's settings (within [`MAX_DEPTH`] folders).
+pub fn records_page(dir: &Path, out: &Path) -> Result<Option<Page>> {
     let mut by_problem: BTreeMap<String, Vec<Run>> = BTreeMap::new();
     for path in trace_paths(dir, MAX_DEPTH) {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
@@ -75,6 +68,10 @@ pub fn records_page(dir: &Path, out: &Path) -> Result<Page> {
             .or_default()
             .push(Run { name, file });
     }
+    if by_problem.is_empty() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(out).map_err(crate::error::write_error(out))?;
     let mut page = Page::new("Record campaigns");
     page.paragraph(&format!(
         "{} runs of milo optimize with a trace, from {}. Times are wall hours over all of a \
@@ -86,7 +83,7 @@ pub fn records_page(dir: &Path, out: &Path) -> Result<Page> {
     for (slug, runs) in &by_problem {
         problem_section(&mut page, slug, runs, out)?;
     }
-    Ok(page)
+    Ok(Some(page))
 }
 
 fn problem_section(page: &mut Page, slug: &str, runs: &[Run], out: &Path) -> Result<()> {
