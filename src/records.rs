@@ -55,10 +55,19 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
 
     /// Appends a record durably (it survives a kill right after this returns).
     pub fn append(&mut self, record: &T) -> Result<()> {
-        let mut line = serde_json::to_string(record).expect("records serialise to JSON");
-        line.push('\n');
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Appends records durably in one write, so a kill leaves all of them or none (a write torn
+    /// by a crash of the machine leaves a prefix, its torn last line dropped on reading).
+    pub fn append_all(&mut self, records: &[T]) -> Result<()> {
+        let mut lines = String::new();
+        for record in records {
+            lines.push_str(&serde_json::to_string(record).expect("records serialise to JSON"));
+            lines.push('\n');
+        }
         self.file
-            .write_all(line.as_bytes())
+            .write_all(lines.as_bytes())
             .map_err(write_error(&self.path))?;
         self.file.sync_data().map_err(write_error(&self.path))
     }

@@ -355,6 +355,7 @@ fn a_bench_in_progress_shows_its_finished_runs() {
         promote_discoveries: false,
         executor: "local-threads".into(),
         slurm: None,
+        search: Default::default(),
     };
     let bench = dir.path().join("bench");
     std::fs::create_dir(&bench).unwrap();

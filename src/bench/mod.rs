@@ -61,6 +61,9 @@ pub struct BenchConfig {
     /// How the `slurm` executor submits (absent for other executors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmOptions>,
+    /// How the MILO methods search (absent in older benchmarks: the defaults).
+    #[serde(default)]
+    pub search: methods::search::SearchKnobs,
 }
 
 impl BenchConfig {
@@ -324,6 +327,7 @@ impl Bench {
                 promote: self.config.promote_discoveries,
                 executor: &self.config.executor,
                 slurm: self.config.slurm.clone(),
+                search: self.config.search,
             };
             let Some(mut trajectory) = method.run(&ctx)? else {
                 return Ok(None);
@@ -399,6 +403,7 @@ mod tests {
             promote_discoveries: true,
             executor: "local-threads".into(),
             slurm: None,
+            search: Default::default(),
         };
         let mut json = serde_json::to_value(&config).unwrap();
         assert_eq!(json["promote_discoveries"], true);

@@ -1,12 +1,14 @@
 //! `milo bench`: run search methods against each other on a suite at equal CPU budget.
 
-use super::evolve::SlurmArgs;
+use super::evolve::{AdmissionArgs, SlurmArgs};
 use super::status::{clock, eta, StatusLine};
+use crate::bench::methods::search::SearchKnobs;
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::optimize::budget::check_seconds;
 use crate::search::evaluation::Quality;
+use crate::search::lineage::DEFAULT_TASKS_PER_ROUND;
 use crate::search::parts::EXECUTORS;
 use clap::Args;
 use std::path::PathBuf;
@@ -56,11 +58,19 @@ pub struct BenchArgs {
     executor: String,
     #[command(flatten)]
     slurm: SlurmArgs,
+    #[command(flatten)]
+    admission: AdmissionArgs,
+    /// Islands of the MILO methods that have several (default 3).
+    #[arg(long, value_name = "N")]
+    islands: Option<usize>,
+    /// Search tasks per harness per round of the MILO methods.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
+    tasks_per_round: usize,
     /// Benchmark directory (default: runs/bench-<time>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "islands", "tasks_per_round"])]
     resume: Option<PathBuf>,
 }
 
@@ -127,6 +137,13 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     if args.seeds == 0 {
         return Err(MiloError::Usage("--seeds must be at least 1".into()));
     }
+    if args.islands == Some(0) || args.tasks_per_round == 0 {
+        return Err(MiloError::Usage(format!(
+            "--islands and --tasks-per-round must be at least 1, got {} and {}",
+            args.islands.map_or("3".into(), |n| n.to_string()),
+            args.tasks_per_round
+        )));
+    }
     let k = args.seeds;
     let config = BenchConfig {
         suite: std::path::absolute(&suite).unwrap_or(suite),
@@ -143,6 +160,11 @@ fn start(args: &BenchArgs) -> Result<Bench> {
         promote_discoveries: args.promote_discoveries,
         executor: args.executor.clone(),
         slurm: args.slurm.options(&args.executor),
+        search: SearchKnobs {
+            admission: args.admission.policy()?,
+            islands: args.islands,
+            tasks_per_round: args.tasks_per_round,
+        },
     };
     let dir = args.out.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();

@@ -2,7 +2,7 @@
 //! with discoveries promoted, and offer each new best to the arena (sent only with `--submit`).
 
 use super::arena::{print_check, SendArgs, ServerArgs};
-use super::evolve::summarise;
+use super::evolve::{summarise, AdmissionArgs};
 use super::search_status::SearchStatus;
 use crate::arena::ApiKey;
 use crate::campaign::{Campaign, CampaignSettings, Offer, SuitePlan};
@@ -42,7 +42,7 @@ pub struct CampaignArgs {
     verbose: bool,
     /// Resume the campaign in DIR (its settings, the server and agent among them, are read from
     /// DIR/campaign.json; --jobs and --timeout apply).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility"])]
     resume: Option<PathBuf>,
     /// Wall-clock limit in hours: at it the step in flight is cancelled (--resume redoes it).
     #[arg(long, conflicts_with = "rounds")]
@@ -74,6 +74,8 @@ pub struct CampaignArgs {
     /// Search tasks per harness per round.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
     tasks_per_round: usize,
+    #[command(flatten)]
+    admission: AdmissionArgs,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -222,6 +224,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         task_evaluations: None,
         promote_discoveries: true,
         agents: None,
+        admission: args.admission.policy()?,
     };
     let search = Search::start(&campaign.run_dir(), config, args.jobs, cancel)?;
     Ok((campaign, search))

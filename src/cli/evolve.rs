@@ -12,10 +12,12 @@ use crate::optimize::budget::MAX_SECONDS;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
 use crate::search::lineage::{
-    already_holds_a_run, Move, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+    already_holds_a_run, AdmissionPolicy, Move, RunConfig, ADMISSION_POLICIES,
+    DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
+use crate::search::racing::{self, RaceSettings};
 use crate::suite::embedded::write_default_suite;
 use crate::suite::Suite;
 use std::path::PathBuf;
@@ -77,6 +79,50 @@ impl SlurmArgs {
             pilots: self.pilots,
             pilot_stale_seconds: self.pilot_stale,
         })
+    }
+}
+
+/// How a search admits children (`milo evolve`, `milo campaign`, `milo bench`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct AdmissionArgs {
+    /// How children are decided: `paired` (one child a step, run with its parent on every task of
+    /// the round) or `race` (several children share one parent evaluation and are decided block
+    /// by block with a paired t test).
+    #[arg(long, value_name = "POLICY", default_value = ADMISSION_POLICIES[0], value_parser = ADMISSION_POLICIES)]
+    admission: String,
+    /// Race: children proposed in a step.
+    #[arg(long, value_name = "K", default_value_t = racing::DEFAULT_CHILDREN)]
+    race_children: usize,
+    /// Race: tasks in each block (default: one per search slot, at least 2).
+    #[arg(long, value_name = "N")]
+    race_block: Option<usize>,
+    /// Race: most tasks a child runs (default: every task of the round).
+    #[arg(long, value_name = "N")]
+    race_cap: Option<usize>,
+    /// Race: one-sided significance level of the paired t test at the cap.
+    #[arg(long, value_name = "ALPHA", default_value_t = racing::DEFAULT_ALPHA)]
+    race_alpha: f64,
+    /// Race: one-sided level of the futility bound before the cap (a child whose gain's t
+    /// statistic falls below its critical value stops early).
+    #[arg(long, value_name = "LEVEL", default_value_t = racing::DEFAULT_FUTILITY)]
+    race_futility: f64,
+}
+
+impl AdmissionArgs {
+    /// The policy these flags name; a usage error naming a knob out of range.
+    pub fn policy(&self) -> Result<AdmissionPolicy> {
+        if self.admission == ADMISSION_POLICIES[0] {
+            return Ok(AdmissionPolicy::Paired);
+        }
+        let race = RaceSettings {
+            children: self.race_children,
+            block: self.race_block,
+            cap: self.race_cap,
+            alpha: self.race_alpha,
+            futility: self.race_futility,
+        };
+        race.check().map_err(MiloError::Usage)?;
+        Ok(AdmissionPolicy::Race(race))
     }
 }
 
@@ -143,6 +189,8 @@ pub struct EvolveArgs {
     executor: String,
     #[command(flatten)]
     slurm: SlurmArgs,
+    #[command(flatten)]
+    admission: AdmissionArgs,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
@@ -161,7 +209,7 @@ pub struct EvolveArgs {
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility"])]
     resume: Option<PathBuf>,
 }
 
@@ -267,6 +315,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         task_evaluations: args.task_evaluations,
         promote_discoveries: args.promote_discoveries,
         agents,
+        admission: args.admission.policy()?,
     };
     Search::start(&dir, config, args.jobs, cancel)
 }
@@ -317,6 +366,19 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
         state.events.len() - promotions,
         state.islands.len()
     )?;
+    let (children, runs) = state.decision_cost();
+    if children > 0 {
+        let admitted_children = state
+            .nodes
+            .iter()
+            .filter(|n| n.parent_evaluation.is_some() && n.admitted())
+            .count();
+        out!(
+            "children: {admitted_children} of {children} evaluated admitted ({} admission), {:.1} task runs per decision (parents' runs counted once)",
+            search.config().admission.name(),
+            runs as f64 / children as f64
+        )?;
+    }
     // Each island's best beside its held-out validation: does the champion replicate?
     for island in 0..state.islands.len() {
         if let Some(best) = state.island_best(island) {

@@ -676,6 +676,7 @@ mod tests {
             task_evaluations: None,
             promote_discoveries: false,
             agents: None,
+            admission: Default::default(),
         };
         let shared = "name = \"p\"\n";
         let mut child = node(

@@ -27,7 +27,7 @@ pub struct Verdict {
 }
 
 /// Mean and standard error of paired differences (0 ± 0 for none; the error is 0 for one).
-fn paired(differences: &[f64]) -> (f64, f64) {
+pub(crate) fn paired(differences: &[f64]) -> (f64, f64) {
     let n = differences.len();
     if n == 0 {
         return (0.0, 0.0);
@@ -40,56 +40,117 @@ fn paired(differences: &[f64]) -> (f64, f64) {
     (mean, (variance / n as f64).sqrt())
 }
 
-/// Decides whether `child` joins its parent's island, both evaluated on the same tasks (in the
-/// same order) under `measure`.
-pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> Verdict {
-    let points = [parent.fitness, child.fitness];
-    let reference = reference_for(&points);
-    let before = hypervolume(&points[..1], reference);
-    let after = hypervolume(&points, reference);
-    let verdict = |admitted, reason: String| Verdict {
-        admitted,
-        hypervolume_before: before,
-        hypervolume_after: after,
-        reason,
-    };
-    let same_tasks = parent.tasks.len() == child.tasks.len()
-        && parent
+impl Verdict {
+    /// The verdict on a child that was not evaluated, and why.
+    pub fn unevaluated(reason: String) -> Verdict {
+        Verdict {
+            admitted: false,
+            hypervolume_before: 0.0,
+            hypervolume_after: 0.0,
+            reason,
+        }
+    }
+
+    /// A verdict on `child` against `parent`, with the hypervolume of the two recorded.
+    pub fn new(parent: &Evaluation, child: &Evaluation, admitted: bool, reason: String) -> Verdict {
+        let points = [parent.fitness, child.fitness];
+        let reference = reference_for(&points);
+        Verdict {
+            admitted,
+            hypervolume_before: hypervolume(&points[..1], reference),
+            hypervolume_after: hypervolume(&points, reference),
+            reason,
+        }
+    }
+}
+
+/// The paired comparison of a child with its parent on the same tasks: per-task differences of
+/// gain (child − parent) and of cost (parent − child, a saving), with their means and paired
+/// standard errors. `Err` says why the two cannot be compared.
+pub(crate) struct Paired {
+    /// Tasks compared.
+    pub n: usize,
+    /// Mean gain over the parent and its standard error.
+    pub gain: (f64, f64),
+    /// Mean saving of cost and its standard error.
+    pub saving: (f64, f64),
+}
+
+impl Paired {
+    /// The comparison of `child` with `parent` under `measure`.
+    pub fn of(
+        parent: &Evaluation,
+        child: &Evaluation,
+        measure: CostMeasure,
+    ) -> std::result::Result<Paired, String> {
+        let same_tasks = parent.tasks.len() == child.tasks.len()
+            && parent
+                .tasks
+                .iter()
+                .zip(&child.tasks)
+                .all(|(p, c)| p.task == c.task);
+        if !same_tasks || child.tasks.is_empty() {
+            return Err("not evaluated on its parent's tasks".into());
+        }
+        if !child.fitness.is_finite() {
+            return Err(format!("fitness {:?} is not finite", child.fitness));
+        }
+        let gains: Vec<f64> = parent
+            .gains
+            .iter()
+            .zip(&child.gains)
+            .map(|(p, c)| c - p)
+            .collect();
+        let savings: Vec<f64> = parent
             .tasks
             .iter()
             .zip(&child.tasks)
-            .all(|(p, c)| p.task == c.task);
-    if !same_tasks || child.tasks.is_empty() {
-        return verdict(false, "not evaluated on its parent's tasks".into());
+            .map(|(p, c)| measure.task_cost(p) - measure.task_cost(c))
+            .collect();
+        Ok(Paired {
+            n: gains.len(),
+            gain: paired(&gains),
+            saving: paired(&savings),
+        })
     }
-    if !child.fitness.is_finite() {
-        return verdict(false, format!("fitness {:?} is not finite", child.fitness));
+
+    /// The gain in words: `mean gain over the parent +G ± E (paired SE, N tasks)`.
+    pub fn gain_text(&self) -> String {
+        let (gain, error) = self.gain;
+        format!(
+            "mean gain over the parent {gain:+.4} ± {error:.4} (paired SE, {} tasks)",
+            self.n
+        )
     }
-    let gains: Vec<f64> = parent
-        .gains
-        .iter()
-        .zip(&child.gains)
-        .map(|(p, c)| c - p)
-        .collect();
-    let savings: Vec<f64> = parent
-        .tasks
-        .iter()
-        .zip(&child.tasks)
-        .map(|(p, c)| measure.task_cost(p) - measure.task_cost(c))
-        .collect();
-    let (gain, gain_error) = paired(&gains);
-    let (saving, saving_error) = paired(&savings);
-    let n = gains.len();
-    let unit = measure.cost_unit();
-    let gain_text =
-        format!("mean gain over the parent {gain:+.4} ± {gain_error:.4} (paired SE, {n} tasks)");
+
+    /// The saving in words, in the cost's unit.
+    pub fn saving_text(&self, measure: CostMeasure) -> String {
+        let (saving, error) = self.saving;
+        format!(
+            "mean saving {saving:+.4} ± {error:.4} {}",
+            measure.cost_unit()
+        )
+    }
+}
+
+/// Decides whether `child` joins its parent's island, both evaluated on the same tasks (in the
+/// same order) under `measure`.
+pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> Verdict {
+    let verdict = |admitted, reason: String| Verdict::new(parent, child, admitted, reason);
+    let stats = match Paired::of(parent, child, measure) {
+        Ok(stats) => stats,
+        Err(reason) => return verdict(false, reason),
+    };
+    let (gain, gain_error) = stats.gain;
+    let (saving, saving_error) = stats.saving;
+    let gain_text = stats.gain_text();
     if gain > 0.0 && gain > STANDARD_ERRORS * gain_error {
         return verdict(true, format!("beats its parent: {gain_text}"));
     }
     if gain.abs() > STANDARD_ERRORS * gain_error {
         return verdict(false, format!("loses to its parent: {gain_text}"));
     }
-    let saving_text = format!("mean saving {saving:+.4} ± {saving_error:.4} {unit}");
+    let saving_text = stats.saving_text(measure);
     if saving > 0.0 && saving > STANDARD_ERRORS * saving_error {
         return verdict(
             true,
@@ -103,14 +164,14 @@ pub fn admit(parent: &Evaluation, child: &Evaluation, measure: CostMeasure) -> V
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::search::evaluation::TaskResult;
     use crate::search::hypervolume::Fitness;
     use crate::suite::Split;
 
     /// An evaluation with these per-task gains and costs (cell-evaluations, so counted cost).
-    fn evaluation(gains: &[f64], work: &[f64]) -> Evaluation {
+    pub(crate) fn evaluation(gains: &[f64], work: &[f64]) -> Evaluation {
         let tasks: Vec<TaskResult> = gains
             .iter()
             .zip(work)

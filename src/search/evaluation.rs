@@ -325,6 +325,22 @@ pub fn evaluate(
 }
 
 impl Evaluation {
+    /// The evaluation of a child that was not evaluated: no tasks, zero fitness.
+    pub fn none() -> Evaluation {
+        summarise(Vec::new(), Quality::Best, CostMeasure::Counted, 0.0)
+    }
+
+    /// This evaluation followed by `more` (other tasks), with the fitness recomputed; reused
+    /// only when both were.
+    pub fn joined(&self, more: &Evaluation, quality: Quality, cost: CostMeasure) -> Evaluation {
+        let tasks: Vec<TaskResult> = self.tasks.iter().chain(&more.tasks).cloned().collect();
+        let wall = tasks.iter().map(|t| t.wall_seconds).sum();
+        Evaluation {
+            reused: self.reused && more.reused,
+            ..summarise(tasks, quality, cost, wall)
+        }
+    }
+
     /// CPU seconds its tasks took: what a benchmark's CPU budget counts.
     pub fn cpu_seconds(&self) -> f64 {
         self.tasks.iter().map(|t| t.cpu_seconds).sum()

@@ -81,6 +81,35 @@ pub struct RunConfig {
     /// key variables, never keys) so a resume or a cluster worker rebuilds the same agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents: Option<crate::llm::AgentsConfig>,
+    /// How children are admitted (absent in older lineages: `paired`).
+    #[serde(default)]
+    pub admission: AdmissionPolicy,
+}
+
+/// How a step decides its children (a part chosen by name: `paired` or `race`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "snake_case")]
+pub enum AdmissionPolicy {
+    /// One child a step, run with its parent on every task of the round and admitted by
+    /// [`super::admission::admit`].
+    #[default]
+    Paired,
+    /// Several children a step sharing one parent evaluation, decided block by block
+    /// ([`super::racing`]).
+    Race(super::racing::RaceSettings),
+}
+
+/// Names of the admission policies (the first is the default).
+pub const ADMISSION_POLICIES: [&str; 2] = ["paired", "race"];
+
+impl AdmissionPolicy {
+    /// The policy's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AdmissionPolicy::Paired => ADMISSION_POLICIES[0],
+            AdmissionPolicy::Race(_) => ADMISSION_POLICIES[1],
+        }
+    }
 }
 
 /// Search tasks per harness per round unless a run says otherwise.
@@ -402,6 +431,10 @@ pub enum LineageRecord {
 pub trait LineageStore {
     /// Appends a record durably (it survives a kill right after this returns).
     fn append(&mut self, record: &LineageRecord) -> Result<()>;
+    /// Appends records durably, all in one write where the store can (a step's children).
+    fn append_all(&mut self, records: &[LineageRecord]) -> Result<()> {
+        records.iter().try_for_each(|r| self.append(r))
+    }
     /// Stores a harness under its content hash (idempotent).
     fn put_harness(&mut self, harness: &Harness) -> Result<String>;
     /// Reads a stored harness back.
@@ -475,6 +508,10 @@ impl LineageStore for JsonlLineage {
         self.log.append(record)
     }
 
+    fn append_all(&mut self, records: &[LineageRecord]) -> Result<()> {
+        self.log.append_all(records)
+    }
+
     fn put_harness(&mut self, harness: &Harness) -> Result<String> {
         let hash = harness.content_hash();
         let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
@@ -528,6 +565,7 @@ mod tests {
             task_evaluations: None,
             promote_discoveries: false,
             agents: None,
+            admission: AdmissionPolicy::Paired,
         }
     }
 

@@ -4,7 +4,8 @@
 //! - [`evaluation`]: a harness's fitness over tasks (the agent runs under it, through an executor);
 //! - [`round_tasks`]: the tasks of a round (slots, fresh seeds); [`archive`]: each slot's best
 //!   program so far; [`promotion`]: constructions promoted to starts (`--promote-discoveries`);
-//! - [`hypervolume`], [`admission`]: exact 3-D hypervolume and the paired admission rule;
+//! - [`admission`]: the paired admission rule; [`racing`]: children raced block by block
+//!   against one shared parent evaluation; [`hypervolume`]: exact 3-D hypervolume (recorded);
 //! - [`selection`], [`similarity`]: parent selection by dominance against behavioural crowding;
 //! - [`lineage`]: records and the on-disk store; [`state`]: the state they replay to;
 //! - [`mutators`]: the pool of built-in mutators; [`orchestrator`]: moves when islands stall;
@@ -20,6 +21,7 @@ pub mod mutators;
 pub mod orchestrator;
 pub mod parts;
 pub mod promotion;
+pub mod racing;
 pub mod round_tasks;
 pub mod selection;
 pub mod similarity;

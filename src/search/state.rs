@@ -113,8 +113,20 @@ impl SearchState {
     }
 
     fn add_node(&mut self, node: &NodeRecord) {
-        if let (Some(parent), Some(_)) = (node.parents.first(), &node.parent_evaluation) {
-            self.reevaluated.insert(parent.clone(), self.nodes.len());
+        // The latest re-evaluation of a parent; of a raced step's children (one parent, one
+        // round), the first that ran on the most tasks.
+        if let (Some(parent), Some(evaluation)) = (node.parents.first(), &node.parent_evaluation) {
+            let fuller_sibling = self.reevaluated.get(parent).is_some_and(|&i| {
+                let earlier = &self.nodes[i];
+                earlier.round == node.round
+                    && earlier
+                        .parent_evaluation
+                        .as_ref()
+                        .is_some_and(|e| e.tasks.len() >= evaluation.tasks.len())
+            });
+            if !fuller_sibling {
+                self.reevaluated.insert(parent.clone(), self.nodes.len());
+            }
         }
         self.index.insert(node.id.clone(), self.nodes.len());
         self.nodes.push(node.clone());
@@ -237,6 +249,20 @@ impl SearchState {
             .sum()
     }
 
+    /// What deciding children cost: the children evaluated against a parent, and the task runs
+    /// their evaluations and their parents' re-runs took (a run shared by raced siblings, or
+    /// reused from the lineage, counted once). Their ratio is the task runs per decision.
+    pub fn decision_cost(&self) -> (usize, usize) {
+        let decided = self.nodes.iter().filter(|n| n.parent_evaluation.is_some());
+        decided.fold((0, 0), |(children, runs), node| {
+            let fresh = super::archive::search_evaluations(node)
+                .filter(|e| !e.reused)
+                .map(|e| e.tasks.len())
+                .sum::<usize>();
+            (children + 1, runs + fresh)
+        })
+    }
+
     /// A node's latest search evaluation: its re-evaluation as a parent in the latest round it
     /// was one, else its own.
     pub fn latest_evaluation(&self, id: &str) -> Option<&Evaluation> {
@@ -249,6 +275,13 @@ impl SearchState {
     /// The id the next node gets.
     pub fn next_node_id(&self) -> String {
         format!("n{:04}", self.nodes.len())
+    }
+
+    /// The ids the next `count` nodes get, in order.
+    pub fn next_node_ids(&self, count: usize) -> Vec<String> {
+        (0..count)
+            .map(|k| format!("n{:04}", self.nodes.len() + k))
+            .collect()
     }
 
     /// The children proposed for an island after its seed (admitted or not), oldest first.

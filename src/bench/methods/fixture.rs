@@ -63,5 +63,6 @@ pub fn context<'a>(suite: &'a Suite, dir: &'a Path, cpu_seconds: f64) -> RunCont
         promote: false,
         executor: "local-threads",
         slurm: None,
+        search: Default::default(),
     }
 }

@@ -60,6 +60,8 @@ pub struct RunContext<'a> {
     pub executor: &'a str,
     /// How the `slurm` executor submits.
     pub slurm: Option<SlurmOptions>,
+    /// How the MILO methods search.
+    pub search: search::SearchKnobs,
 }
 
 impl RunContext<'_> {

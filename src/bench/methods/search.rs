@@ -18,16 +18,41 @@ use super::{Method, RunContext};
 use crate::error::Result;
 use crate::search::evolve::{Search, SearchObserver, Stop};
 use crate::search::lineage::{
-    Components, ParentChoice, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
+    AdmissionPolicy, Components, ParentChoice, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
 use crate::search::parts::{LINEAGE_STORES, ORCHESTRATORS};
+use serde::{Deserialize, Serialize};
 
 /// Islands of the island rungs (as `milo evolve`'s default).
 const ISLANDS: usize = 3;
 
 /// Rounds without a validation gain before the orchestrator is consulted (as `milo evolve`).
 const PATIENCE: usize = 3;
+
+/// How a benchmark's MILO methods search (`milo bench --admission … --islands …
+/// --tasks-per-round …`; absent in older benchmarks: the defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchKnobs {
+    /// How children are admitted.
+    pub admission: AdmissionPolicy,
+    /// Islands of the island variants (absent: [`ISLANDS`]); one-island variants keep one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub islands: Option<usize>,
+    /// Search tasks per harness per round.
+    pub tasks_per_round: usize,
+}
+
+impl Default for SearchKnobs {
+    fn default() -> Self {
+        SearchKnobs {
+            admission: AdmissionPolicy::Paired,
+            islands: None,
+            tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+        }
+    }
+}
 
 /// A configuration of the MILO search.
 pub struct SearchVariant {
@@ -114,7 +139,10 @@ impl Method for SearchVariant {
             let config = RunConfig {
                 suite: ctx.suite.path.clone(),
                 suite_pin: None,
-                islands: self.islands,
+                islands: match self.islands {
+                    1 => 1,
+                    _ => ctx.search.islands.unwrap_or(self.islands),
+                },
                 rounds: None,
                 hours: None,
                 seed: ctx.seed,
@@ -130,10 +158,11 @@ impl Method for SearchVariant {
                 slurm: ctx.slurm.clone(),
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,
-                tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+                tasks_per_round: ctx.search.tasks_per_round,
                 task_evaluations: None,
                 promote_discoveries: ctx.promote,
                 agents: None,
+                admission: ctx.search.admission,
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };

@@ -18,7 +18,8 @@
 //! [`FailureRecord`] and the island skips the round (its stall counter runs on); the run goes on.
 //!
 //! - this file: the run (start, resume, rounds, stopping, the orchestrator's consultation);
-//! - `step.rs`: one island's step and an island's seed node;
+//! - `step.rs`: one island's step and an island's seed node; `race.rs`: its children raced
+//!   block by block (the `race` admission policy);
 //! - `compounding.rs`: a round's tasks, candidate starts, promotions;
 //! - `dry_run.rs`: whether a child harness would behave as its parent, before it is evaluated;
 //! - `outputs.rs`: `best.json` and `discoveries/`.
@@ -26,6 +27,7 @@
 mod compounding;
 mod dry_run;
 mod outputs;
+mod race;
 mod step;
 #[cfg(test)]
 mod tests;
@@ -354,6 +356,15 @@ impl Search {
     fn record(&mut self, record: LineageRecord) -> Result<()> {
         self.store.append(&record)?;
         self.state.apply(&record);
+        Ok(())
+    }
+
+    /// Records `records` in one write (a kill leaves all of them or none, torn writes aside).
+    fn record_all(&mut self, records: &[LineageRecord]) -> Result<()> {
+        self.store.append_all(records)?;
+        for record in records {
+            self.state.apply(record);
+        }
         Ok(())
     }
 }

@@ -13,8 +13,10 @@ use crate::runner::derive_seed;
 use crate::search::admission::{admit, Verdict};
 use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, Outcome, WriterFailure};
 use crate::search::hypervolume::Fitness;
-use crate::search::lineage::{FailureRecord, LineageRecord, NodeRecord, ParentChoice};
-use crate::search::mutators::MutationContext;
+use crate::search::lineage::{
+    AdmissionPolicy, FailureRecord, LineageRecord, NodeRecord, ParentChoice,
+};
+use crate::search::mutators::{MutationContext, Proposal};
 use crate::search::round_tasks::slot_gains;
 use crate::search::selection::{select_parent, MemberScores, SelectionParams};
 use crate::suite::{Split, Task};
@@ -29,8 +31,19 @@ const LIBRARY_SIZE: usize = 8;
 /// Proposals a mutator gets before a child that behaves as its parent is recorded unevaluated.
 const DRY_RUN_TRIES: usize = 4;
 
+/// A child decided against its parent: its evaluation, the parent's on the same tasks, the
+/// verdict.
+pub(super) struct Decided {
+    /// The child's evaluation.
+    pub child: Evaluation,
+    /// The parent's, on the same tasks (marked reused when another child's record carries it).
+    pub parent: Evaluation,
+    /// Admitted or not, and why.
+    pub verdict: Verdict,
+}
+
 /// How an evaluation in a step ended.
-enum Evaluated {
+pub(super) enum Evaluated {
     /// It finished.
     Done(Evaluation),
     /// The run was cancelled during it: nothing is recorded, a resumed run redoes it.
@@ -70,7 +83,7 @@ impl Search {
     /// Evaluates `harness` on `tasks` (of `round`) with the run's writer through the executor,
     /// saving discoveries and candidate starts (not when cancelled); reuses an identical earlier evaluation (same
     /// harness, same tasks) from the lineage, marked as reused.
-    fn evaluate(
+    pub(super) fn evaluate(
         &mut self,
         harness: &Harness,
         tasks: &[&Task],
@@ -171,7 +184,7 @@ impl Search {
     /// The evaluation of a finished `outcome`; `None` when the run was cancelled during it or
     /// the writer failed (the failure is then recorded, see [`Search::record_failure`]): either
     /// way the step ends there.
-    fn finished(
+    pub(super) fn finished(
         &mut self,
         outcome: Evaluated,
         round: usize,
@@ -245,8 +258,9 @@ impl Search {
         Ok(())
     }
 
-    /// One round of one island: select, mutate, evaluate parent and child on the round's
-    /// tasks, admit, record, validate.
+    /// One round of one island: select a parent, propose children (one under the `paired`
+    /// policy, several under `race`), evaluate them against the parent on the round's tasks,
+    /// admit or reject each, validate a child that becomes its island's best, record.
     pub(super) fn step(
         &mut self,
         island: usize,
@@ -335,126 +349,202 @@ impl Search {
             tasks: &refs,
             evidence: &evidence,
         };
-        let mut identical = 0;
-        // Tokens of every proposal, the re-proposed ones included.
-        let mut spent = Usage::default();
-        let (mut proposal, behaves_as_parent) = loop {
-            match mutator.propose(&ctx) {
-                Ok(mut p) => {
-                    spent += p.usage;
-                    let alike = dry_run.behaves_alike(&p.harness, harness_of(parent));
-                    if alike && identical + 1 < DRY_RUN_TRIES {
-                        identical += 1;
-                        ctx.seed = rng.gen();
-                        continue;
-                    }
-                    p.usage = spent;
-                    break (p, alike);
-                }
-                Err(e) => {
-                    // The failed proposal's tokens and those of earlier proposals of this step.
-                    spent += e.usage();
-                    let failure = FailureRecord {
-                        round,
-                        island,
-                        part: "mutator".into(),
-                        name: mutator_name,
-                        message: e.to_string(),
-                        usage: spent,
-                    };
-                    return self.record_failure(failure, observer);
-                }
-            }
+        let children = match config.admission {
+            AdmissionPolicy::Paired => 1,
+            AdmissionPolicy::Race(race) => race.children,
         };
-        if identical > 0 {
-            proposal.evidence.push(format!(
-                "dry run: {identical} earlier proposal(s) behaved as the parent; re-proposed"
-            ));
+        // Tokens of every proposal of the step, the re-proposed ones included.
+        let mut spent = Usage::default();
+        let mut proposals: Vec<(Proposal, bool)> = Vec::with_capacity(children);
+        for k in 0..children {
+            if k > 0 {
+                ctx.seed = rng.gen();
+            }
+            let mut identical = 0;
+            let mut own = Usage::default();
+            let (mut proposal, behaves_as_parent) = loop {
+                match mutator.propose(&ctx) {
+                    Ok(mut p) => {
+                        own += p.usage;
+                        let alike = dry_run.behaves_alike(&p.harness, harness_of(parent));
+                        if alike && identical + 1 < DRY_RUN_TRIES {
+                            identical += 1;
+                            ctx.seed = rng.gen();
+                            continue;
+                        }
+                        p.usage = own;
+                        break (p, alike);
+                    }
+                    Err(e) => {
+                        // The failed proposal's tokens and those of earlier proposals of this
+                        // step.
+                        spent += own;
+                        spent += e.usage();
+                        let failure = FailureRecord {
+                            round,
+                            island,
+                            part: "mutator".into(),
+                            name: mutator_name,
+                            message: e.to_string(),
+                            usage: spent,
+                        };
+                        return self.record_failure(failure, observer);
+                    }
+                }
+            };
+            spent += own;
+            if identical > 0 {
+                proposal.evidence.push(format!(
+                    "dry run: {identical} earlier proposal(s) behaved as the parent; re-proposed"
+                ));
+            }
+            proposals.push((proposal, behaves_as_parent));
         }
         let mut parents = vec![parent.id.clone()];
         if let Some(co) = &co_parent {
             parents.push(co.id.clone());
         }
         let parent_harness = harness_of(parent).clone();
-        let child = proposal.harness;
-        let id = self.state.next_node_id();
+        let ids = self.state.next_node_ids(proposals.len());
         let forbidden = self.forbidden_words();
-        let unevaluated = match child.check_general(&forbidden) {
-            Err(reason) => Some(format!("not general: {reason}")),
-            Ok(()) if behaves_as_parent => Some(format!(
-                "behaves as its parent on the evidence of its runs (dry run, {DRY_RUN_TRIES} \
-                 proposals): not evaluated"
-            )),
-            Ok(()) => None,
-        };
-        let (evaluation, parent_evaluation, verdict) = match unevaluated {
-            Some(reason) => (
-                Evaluation {
-                    tasks: vec![],
-                    fitness: Fitness {
-                        quality: 0.0,
-                        cost: 0.0,
-                        latency: 0.0,
-                    },
-                    gains: vec![],
-                    reused: false,
-                },
-                None,
-                Verdict {
-                    admitted: false,
-                    hypervolume_before: 0.0,
-                    hypervolume_after: 0.0,
-                    reason,
-                },
-            ),
-            None => {
-                let outcome =
-                    self.evaluate(&parent_harness, &refs, (island, round), &id, observer)?;
-                let Some(parent_evaluation) = self.finished(outcome, round, island, observer)?
-                else {
-                    return Ok(());
-                };
-                let outcome = self.evaluate(&child, &refs, (island, round), &id, observer)?;
-                let Some(evaluation) = self.finished(outcome, round, island, observer)? else {
-                    return Ok(());
-                };
-                let verdict = admit(&parent_evaluation, &evaluation, config.cost);
-                (evaluation, Some(parent_evaluation), verdict)
+        let mut seen: HashSet<String> = HashSet::new();
+        let unevaluated: Vec<Option<String>> = proposals
+            .iter()
+            .map(|(p, behaves_as_parent)| {
+                let sibling = !seen.insert(p.harness.content_hash());
+                match p.harness.check_general(&forbidden) {
+                    Err(reason) => Some(format!("not general: {reason}")),
+                    Ok(()) if *behaves_as_parent => Some(format!(
+                        "behaves as its parent on the evidence of its runs (dry run, \
+                         {DRY_RUN_TRIES} proposals): not evaluated"
+                    )),
+                    Ok(()) if sibling => {
+                        Some("a sibling of this step is the same harness: not evaluated".into())
+                    }
+                    Ok(()) => None,
+                }
+            })
+            .collect();
+        let contenders: Vec<(usize, &Harness)> = unevaluated
+            .iter()
+            .enumerate()
+            .filter(|(_, reason)| reason.is_none())
+            .map(|(k, _)| (k, &proposals[k].0.harness))
+            .collect();
+        let decided = match config.admission {
+            AdmissionPolicy::Paired => match contenders.first() {
+                None => Some(vec![]),
+                Some(&(k, child)) => self.paired(
+                    &parent_harness,
+                    child,
+                    &refs,
+                    (island, round),
+                    &ids[k],
+                    observer,
+                )?,
+            },
+            AdmissionPolicy::Race(race) => {
+                let contenders: Vec<(&str, &Harness)> = contenders
+                    .iter()
+                    .map(|&(k, h)| (ids[k].as_str(), h))
+                    .collect();
+                let slots = slot_ids.len();
+                self.race(
+                    &parent_harness,
+                    &contenders,
+                    &refs,
+                    race,
+                    slots,
+                    (island, round),
+                    observer,
+                )?
             }
         };
+        // A cancelled evaluation or a writer's failure ends the step (the failure is recorded).
+        let Some(decided) = decided else {
+            return Ok(());
+        };
+        let mut decided = decided.into_iter();
         let best = best_index(&candidates);
-        let becomes_best = verdict.admitted
-            && (chosen == best || outranks(&evaluation.fitness, &candidates[best].fitness));
-        let validation = if becomes_best {
-            let outcome = self.validate(&child, (island, round), &id, observer)?;
-            let Some(validation) = self.finished(outcome, round, island, observer)? else {
-                return Ok(());
+        let mut nodes = Vec::with_capacity(proposals.len());
+        for (k, ((proposal, _), reason)) in proposals.into_iter().zip(unevaluated).enumerate() {
+            let (evaluation, parent_evaluation, verdict) = match reason {
+                Some(reason) => (Evaluation::none(), None, Verdict::unevaluated(reason)),
+                None => {
+                    let d = decided.next().expect("a decision per contender");
+                    (d.child, Some(d.parent), d.verdict)
+                }
             };
-            Some(validation)
-        } else {
-            None
-        };
-        let node = NodeRecord {
-            id,
-            island,
-            round,
-            parents,
-            mutator: mutator_name,
-            harness: self.store.put_harness(&child)?,
-            name: child.name.clone(),
-            edit: diff(&parent_harness.to_toml(), &child.to_toml()),
-            evidence: proposal.evidence,
-            usage: proposal.usage,
-            evaluation,
-            parent_evaluation,
-            verdict,
-            validation,
-            at: Some(unix_seconds()),
-        };
-        self.harnesses.insert(node.harness.clone(), child);
-        self.record(LineageRecord::Node(Box::new(node.clone())))?;
-        observer.node(&self.state, &node);
+            let becomes_best = verdict.admitted
+                && (chosen == best || outranks(&evaluation.fitness, &candidates[best].fitness));
+            let child = proposal.harness;
+            let validation = if becomes_best {
+                let outcome = self.validate(&child, (island, round), &ids[k], observer)?;
+                let Some(validation) = self.finished(outcome, round, island, observer)? else {
+                    return Ok(());
+                };
+                Some(validation)
+            } else {
+                None
+            };
+            let node = NodeRecord {
+                id: ids[k].clone(),
+                island,
+                round,
+                parents: parents.clone(),
+                mutator: mutator_name.clone(),
+                harness: self.store.put_harness(&child)?,
+                name: child.name.clone(),
+                edit: diff(&parent_harness.to_toml(), &child.to_toml()),
+                evidence: proposal.evidence,
+                usage: proposal.usage,
+                evaluation,
+                parent_evaluation,
+                verdict,
+                validation,
+                at: Some(unix_seconds()),
+            };
+            self.harnesses.insert(node.harness.clone(), child);
+            nodes.push(node);
+        }
+        // All children of a step are recorded at once: a resumed run finds the step whole or
+        // not at all.
+        let records: Vec<LineageRecord> = nodes
+            .iter()
+            .map(|n| LineageRecord::Node(Box::new(n.clone())))
+            .collect();
+        self.record_all(&records)?;
+        for node in &nodes {
+            observer.node(&self.state, node);
+        }
         Ok(())
+    }
+
+    /// The `paired` policy: the parent and the child each on every task of the round, the child
+    /// admitted by [`admit`]. `None` when the step ends (cancelled, or a writer failed).
+    fn paired(
+        &mut self,
+        parent: &Harness,
+        child: &Harness,
+        tasks: &[&Task],
+        (island, round): (usize, usize),
+        id: &str,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<Option<Vec<Decided>>> {
+        let outcome = self.evaluate(parent, tasks, (island, round), id, observer)?;
+        let Some(parent_evaluation) = self.finished(outcome, round, island, observer)? else {
+            return Ok(None);
+        };
+        let outcome = self.evaluate(child, tasks, (island, round), id, observer)?;
+        let Some(evaluation) = self.finished(outcome, round, island, observer)? else {
+            return Ok(None);
+        };
+        let verdict = admit(&parent_evaluation, &evaluation, self.config().cost);
+        Ok(Some(vec![Decided {
+            child: evaluation,
+            parent: parent_evaluation,
+            verdict,
+        }]))
     }
 
     /// A step with harness evolution off (`milo-frozen`): the best seed harness of the run runs

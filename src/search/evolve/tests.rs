@@ -27,6 +27,7 @@ fn script(harness: &str) -> Result<(f64, f64)> {
     match harness {
         "worse" => Ok((0.5, 2e6)),
         "better" => Ok((2.0, 1e6)),
+        "cheaper" => Ok((1.0, 5e5)),
         "broken" => Err(MiloError::Usage("scripted writer failure".into())),
         _ => Ok((1.0, 1e6)),
     }
@@ -259,6 +260,7 @@ fn settings(rounds: usize) -> RunConfig {
         task_evaluations: None,
         promote_discoveries: false,
         agents: None,
+        admission: Default::default(),
     }
 }
 
@@ -740,4 +742,127 @@ fn an_llm_mutators_tokens_and_diagnosis_and_an_llm_orchestrators_refusal_reach_t
         c.rejected
     );
     assert_eq!(state.events.iter().filter(|e| e.round == 2).count(), 0);
+}
+
+/// A one-island run under the `race` policy with `children` children a step.
+fn raced(
+    dir: &Path,
+    rounds: usize,
+    children: usize,
+    script: Vec<&'static str>,
+) -> (Search, Script) {
+    let children_script = script.into_iter().map(Ok).collect();
+    let (search, stop, script) = run_with(dir, rounds, children_script, |c| {
+        c.admission =
+            crate::search::lineage::AdmissionPolicy::Race(crate::search::racing::RaceSettings {
+                children,
+                ..Default::default()
+            });
+    });
+    assert_eq!(stop, Stop::Rounds);
+    (search, script)
+}
+
+#[test]
+fn racing_rejects_a_worse_child_after_the_first_block_and_admits_at_the_cap_on_one_parent_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default suite has two search slots: blocks of two tasks, four tasks a round.
+    let (search, script) = raced(dir.path(), 1, 3, vec!["worse", "better", "cheaper"]);
+    let children: Vec<&NodeRecord> = search.state().children(0);
+    let names: Vec<&str> = children.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["worse", "better", "cheaper"]);
+    let tasks = |n: &NodeRecord| n.evaluation.tasks.len();
+    let (worse, better, cheaper) = (children[0], children[1], children[2]);
+    assert!(
+        !worse.admitted() && tasks(worse) == 2,
+        "{:?}",
+        worse.verdict
+    );
+    assert!(worse.verdict.reason.contains("after 2 tasks"));
+    // Admitted only at the cap: every admitted child ran every task of the round.
+    assert!(
+        better.admitted() && tasks(better) == 4,
+        "{:?}",
+        better.verdict
+    );
+    // Same gain, half the work: a tie goes on to the cap, where it is admitted as cheaper.
+    assert!(
+        cheaper.admitted() && tasks(cheaper) == 4,
+        "{:?}",
+        cheaper.verdict
+    );
+    assert!(cheaper.verdict.reason.contains("cheaper"));
+    // Each child's parent evaluation is on its own tasks; the parent's CPU is charged once, on
+    // the child that ran longest.
+    for child in &children {
+        let parent = child.parent_evaluation.as_ref().unwrap();
+        let ids = |e: &Evaluation| e.tasks.iter().map(|t| t.task.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(parent), ids(&child.evaluation));
+        assert_eq!(parent.reused, child.name != "better", "{}", child.name);
+    }
+    // Round 1 ran the parent on two blocks (not once per child) and the children on 2 + 4 + 4.
+    let batches = script.batches.lock().unwrap().clone();
+    let round_one: Vec<(String, usize)> = batches
+        .iter()
+        .filter(|(_, ids, _, _)| ids.iter().all(|id| id.contains("/r1k")))
+        .map(|(name, ids, _, _)| (name.clone(), ids.len()))
+        .collect();
+    let seed = node(&search, "n0000").name.clone();
+    let runs = |who: &str| -> usize {
+        round_one
+            .iter()
+            .filter(|(n, _)| n == who)
+            .map(|(_, k)| k)
+            .sum()
+    };
+    assert_eq!(runs(&seed), 4);
+    assert_eq!(runs("worse") + runs("better") + runs("cheaper"), 10);
+    // The parent's latest evaluation (what selection sees next) is its fullest re-run.
+    let latest = search.state().latest_evaluation("n0000").unwrap();
+    assert_eq!(latest.tasks.len(), 4);
+}
+
+#[test]
+fn a_raced_run_replays_to_the_same_state_and_repeats_itself() {
+    let script = vec!["worse", "better", "cheaper", "after", "other", "worse"];
+    let one = tempfile::tempdir().unwrap();
+    let (first, _) = raced(one.path(), 2, 3, script.clone());
+    let two = tempfile::tempdir().unwrap();
+    let (second, _) = raced(two.path(), 2, 3, script);
+    let strip = |s: &Search| -> Vec<NodeRecord> {
+        s.state()
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut n = n.clone();
+                n.at = None;
+                for e in [
+                    Some(&mut n.evaluation),
+                    n.parent_evaluation.as_mut(),
+                    n.validation.as_mut(),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    for t in &mut e.tasks {
+                        t.wall_seconds = 0.0;
+                        t.cpu_seconds = 0.0;
+                    }
+                    e.fitness.latency = 0.0;
+                }
+                n
+            })
+            .collect()
+    };
+    assert_eq!(strip(&first), strip(&second));
+    let (records, _) = crate::records::read_records::<LineageRecord>(
+        &one.path().join(super::super::lineage::LINEAGE_FILE),
+    )
+    .unwrap();
+    let replayed = SearchState::replay(&records);
+    assert_eq!(replayed.nodes, first.state().nodes);
+    assert_eq!(
+        replayed.latest_evaluation("n0000"),
+        first.state().latest_evaluation("n0000")
+    );
 }

@@ -42,6 +42,7 @@ impl Lineage {
             task_evaluations: None,
             promote_discoveries: false,
             agents: None,
+            admission: Default::default(),
         };
         Lineage {
             records: vec![LineageRecord::Started(Box::new(config))],
