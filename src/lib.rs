@@ -30,7 +30,7 @@
 //! - [`agent`]: agents that write and run optimizer programs under a harness;
 //! - [`executor`]: where attempts run: serialisable attempt tasks and results, local threads;
 //! - [`suite`]: task suites (pinned starts × parent programs × seeds, search/validation split);
-//! - [`search`]: the MILO search over harnesses (hypervolume admission, parent selection…);
+//! - [`search`]: the MILO search over harnesses (paired or raced admission, parent selection…);
 //! - [`bench`](mod@bench): benchmarks of search strategies (results, verdicts, ladder);
 //! - [`campaign`]: from a live leaderboard to a verified submission (pull, freeze, search, offer);
 //! - [`report`]: HTML reports with figures of a search run, a campaign or a benchmark;

@@ -300,6 +300,18 @@ fn parts_chosen_by_name_are_recorded_and_used_and_unknown_names_are_refused() {
         assert!(!run_dir.exists(), "{flag}: nothing is written");
     }
 
+    for (policy, flag, value, named) in [
+        ("tournament", "--seed", "1", "tournament"),
+        ("race", "--race-alpha", "0.7", "--race-alpha"),
+        ("race", "--race-children", "0", "--race-children"),
+        ("race", "--race-futility", "0.9", "--race-futility"),
+    ] {
+        let refused = start(&["--admission", policy, flag, value], "1");
+        assert_eq!(refused.code, 2, "{flag} {value}: {}", refused.stderr);
+        assert!(refused.stderr.contains(named), "{flag}: {}", refused.stderr);
+        assert!(!run_dir.exists(), "{flag}: nothing is written");
+    }
+
     let run = start(&["--writer", "verbatim", "--mutators", "structural"], "1");
     assert_eq!(run.code, 0, "{}", run.stderr);
     let records = comparable_records(&run_dir);

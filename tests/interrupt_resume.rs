@@ -286,6 +286,49 @@ fn evolve_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
 }
 
 #[test]
+fn a_raced_evolve_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let suite = suite.to_str().unwrap().to_string();
+    check(
+        "raced evolve",
+        Expect::Equal,
+        |run_dir| {
+            [
+                "evolve",
+                "--suite",
+                &suite,
+                "--run-dir",
+                run_dir.to_str().unwrap(),
+                "--islands",
+                "2",
+                "--rounds",
+                "2",
+                "--seed",
+                "9",
+                "--tasks-per-round",
+                "4",
+                "--admission",
+                "race",
+                "--race-children",
+                "3",
+                "--race-block",
+                "1",
+            ]
+            .map(String::from)
+            .to_vec()
+        },
+        |run_dir| {
+            vec![
+                "evolve".into(),
+                "--resume".into(),
+                run_dir.display().to_string(),
+            ]
+        },
+    );
+}
+
+#[test]
 fn bench_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_suite(dir.path());

@@ -158,7 +158,8 @@ pub struct EvolveArgs {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Rounds without a validation improvement before the orchestrator steps in.
+    /// Rounds without a gain in an island's best search quality before the orchestrator steps
+    /// in (validation is held out: it never steers the search).
     #[arg(long, default_value_t = 3)]
     patience: usize,
     /// How a harness's quality aggregates its per-task gains.

@@ -262,9 +262,10 @@ impl Harness {
     }
 
     /// The degenerate harness: one revised program of one edit drawn from a uniform menu, no
-    /// rules, the parent's run only as a small baseline. Under it the built-in agent's revision
-    /// is program evolution's mutation step (`alphaevolve`), so MILO searches a superset of
-    /// what program evolution does.
+    /// rules, the parent's run only as a small baseline. Its edit draw is program evolution's
+    /// (tested below); that MILO run with it reproduces `alphaevolve` is not yet shown by a run
+    /// (the `alphaevolve` method revises programs itself and hands this harness to the
+    /// verbatim writer, which ignores it).
     pub fn program_evolution() -> Harness {
         Harness {
             name: "program-evolution".into(),

@@ -148,7 +148,7 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
         .iter()
         .map(|island| {
             let best = state.island_best(island.id);
-            let validation = island.best_validation;
+            let validation = state.island_best_validation(island.id);
             (
                 false,
                 vec![
@@ -158,7 +158,7 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
                     Cell::text(island.admitted.len().to_string()),
                     Cell::maybe(best, |n| Cell::text(n.id.clone())),
                     Cell::maybe(best, |n| Cell::measure(n.evaluation.fitness.quality)),
-                    Cell::maybe(validation.is_finite().then_some(validation), Cell::measure),
+                    Cell::maybe(validation, Cell::measure),
                 ],
             )
         })

@@ -34,7 +34,8 @@ pub struct RunConfig {
     pub hours: Option<f64>,
     /// Seed of every random choice of the search.
     pub seed: u64,
-    /// Rounds without a validation improvement before the orchestrator is consulted.
+    /// Rounds without a gain in an island's best search quality before the orchestrator is
+    /// consulted.
     pub patience: usize,
     /// Quality aggregation.
     pub quality: super::evaluation::Quality,

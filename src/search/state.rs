@@ -1,4 +1,4 @@
-//! The search's state, rebuilt from lineage records: islands, their admitted sets, validation
+//! The search's state, rebuilt from lineage records: islands, their admitted sets, search
 //! progress and stall counters, the rejected harnesses, the current search slots and promoted
 //! starts. [`SearchState::apply`] is the only way it changes, so a live run and a resumed run
 //! (replaying `lineage.jsonl`) reach the same state.
@@ -20,9 +20,10 @@ pub struct Island {
     pub members: Vec<String>,
     /// The admitted node ids (a speciated island starts with the moved subtree).
     pub admitted: Vec<String>,
-    /// Best validation quality of the island's best so far (−∞ before the first).
-    pub best_validation: f64,
-    /// Rounds since `best_validation` last improved.
+    /// Best search quality of the island's admitted nodes so far (−∞ before the first): what
+    /// the island's progress is measured on. Validation never steers the search.
+    pub best_quality: f64,
+    /// Rounds since `best_quality` last improved.
     pub stalled_rounds: usize,
     /// A node grafted from another island, to be the co-parent of the next proposal.
     pub co_parent: Option<String>,
@@ -36,7 +37,7 @@ impl Island {
             mutator,
             members: Vec::new(),
             admitted: Vec::new(),
-            best_validation: f64::NEG_INFINITY,
+            best_quality: f64::NEG_INFINITY,
             stalled_rounds: 0,
             co_parent: None,
             improved_this_round: false,
@@ -139,10 +140,8 @@ impl SearchState {
         island.members.push(node.id.clone());
         if node.admitted() {
             island.admitted.push(node.id.clone());
-        }
-        if let Some(validation) = &node.validation {
-            if validation.fitness.quality > island.best_validation {
-                island.best_validation = validation.fitness.quality;
+            if node.evaluation.fitness.quality > island.best_quality {
+                island.best_quality = node.evaluation.fitness.quality;
                 island.improved_this_round = true;
             }
         }
@@ -177,10 +176,10 @@ impl SearchState {
                 let mut island = Island::new(self.islands.len(), mutator.clone());
                 island.admitted = nodes.clone();
                 island.members = nodes.clone();
-                island.best_validation = nodes
+                island.best_quality = nodes
                     .iter()
-                    .filter_map(|id| self.node(id)?.validation.as_ref())
-                    .map(|v| v.fitness.quality)
+                    .filter_map(|id| self.node(id))
+                    .map(|n| n.evaluation.fitness.quality)
                     .fold(f64::NEG_INFINITY, f64::max);
                 self.islands.push(island);
             }
@@ -270,6 +269,25 @@ impl SearchState {
             Some(&i) => self.nodes[i].parent_evaluation.as_ref(),
             None => self.node(id).map(|n| &n.evaluation),
         }
+    }
+
+    /// The state as the search's parts see it: every node's validation removed (held out for
+    /// reporting and the champion's choice, it never steers a mutator or the orchestrator).
+    pub fn without_validation(&self) -> SearchState {
+        let mut state = self.clone();
+        for node in &mut state.nodes {
+            node.validation = None;
+        }
+        state
+    }
+
+    /// The best validation quality among an island's admitted nodes (for reports).
+    pub fn island_best_validation(&self, island: usize) -> Option<f64> {
+        self.admitted(island)
+            .into_iter()
+            .filter_map(|n| n.validation.as_ref())
+            .map(|v| v.fitness.quality)
+            .reduce(f64::max)
     }
 
     /// The id the next node gets.

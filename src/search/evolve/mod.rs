@@ -278,7 +278,7 @@ impl Search {
         }
     }
 
-    /// After a finished round: when an island's validation best has stalled for `patience`
+    /// After a finished round: when an island's best search quality has stalled for `patience`
     /// rounds, the orchestrator makes at most two moves. Deterministic given the state, so a
     /// resumed run that finds no move recorded for the round consults again and gets the same.
     fn consult_if_due(&mut self, observer: &mut dyn SearchObserver) -> Result<()> {
@@ -297,7 +297,8 @@ impl Search {
         let names: Vec<&str> = self.parts.mutators.iter().map(|m| m.name()).collect();
         let all: Vec<String> = self.slots.iter().map(|s| s.id.clone()).collect();
         let orchestrator = self.parts.orchestrator.as_ref();
-        let consultation = orchestrator.consult(&self.state, round, patience, &names, &all);
+        let seen = self.state.without_validation();
+        let consultation = orchestrator.consult(&seen, round, patience, &names, &all);
         if !consultation.usage.is_zero() || !consultation.rejected.is_empty() {
             let record = ConsultationRecord {
                 round,

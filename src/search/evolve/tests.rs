@@ -149,7 +149,7 @@ impl Mutator for ScriptedMutator {
     }
 }
 
-/// Records the round of every consultation and makes no move.
+/// Records the round of every consultation and makes no move; fails if it is shown validation.
 struct RecordingOrchestrator {
     calls: Arc<Mutex<Vec<usize>>>,
 }
@@ -161,12 +161,17 @@ impl Orchestrator for RecordingOrchestrator {
 
     fn consult(
         &self,
-        _state: &SearchState,
+        state: &SearchState,
         round: usize,
         _patience: usize,
         _mutators: &[&str],
         _all_search_slots: &[String],
     ) -> Consultation {
+        // Validation is held out: it never reaches the orchestrator.
+        assert!(
+            state.nodes.iter().all(|n| n.validation.is_none()),
+            "the orchestrator was shown validation"
+        );
         self.calls.lock().unwrap().push(round);
         Consultation::default()
     }

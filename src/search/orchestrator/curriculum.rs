@@ -113,7 +113,7 @@ pub(super) fn curriculum(
         .collect();
     let diagnosis = format!(
         "all {} islands sit at the same ceiling (best quality {}) and none has improved its \
-         validation best for {} rounds or more; high-regret tasks: {}; search tasks {} → {}",
+         best search quality for {} rounds or more; high-regret tasks: {}; search tasks {} → {}",
         state.islands.len(),
         show(ceiling),
         patience,

@@ -163,7 +163,8 @@ pub(super) fn after(state: &SearchState, events: &[EventRecord]) -> SearchState 
     state
 }
 
-/// Island 0 runs dry (rejected children), island 1 keeps improving its validation best.
+/// Island 0 runs dry (no child above its seed's quality), island 1 keeps improving its best
+/// search quality.
 pub(super) fn dry_lineage(near_copy_gains: [f64; 2]) -> Lineage {
     let mut l = Lineage::new(2, 3);
     let s0 = l.seed(0, &[1.0, 0.0]);

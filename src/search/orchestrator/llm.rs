@@ -1,7 +1,7 @@
 //! The LLM orchestrator: a language model reads a compact summary of every island and answers
 //! with at most two moves in JSON, each with its diagnosis.
 //!
-//! The summary holds, per island, its mutator, best quality, validation best, stalled rounds and
+//! The summary holds, per island, its mutator, best quality, stalled rounds and
 //! pending co-parent, its admitted members' mean gains per slot, its recent children with their
 //! verdicts, and the recent moves; the instructions list the four allowed moves with their
 //! parameters. Every proposed move is checked (a known kind with its parameters, islands in range,
@@ -153,8 +153,7 @@ fn summary(
     for (i, island) in state.islands.iter().enumerate() {
         let best = state.island_best(i);
         text.push_str(&format!(
-            "- island {i}: mutator {}; stalled {} rounds; best {}; validation best {}; \
-             pending co-parent {}\n",
+            "- island {i}: mutator {}; stalled {} rounds; best {}; pending co-parent {}\n",
             island.mutator,
             island.stalled_rounds,
             best.map_or("none".into(), |b| format!(
@@ -162,10 +161,6 @@ fn summary(
                 b.id,
                 show(quality(b))
             )),
-            match island.best_validation.is_finite() {
-                true => show(island.best_validation),
-                false => "none".into(),
-            },
             island.co_parent.as_deref().unwrap_or("none"),
         ));
         let admitted = state.admitted(i);

@@ -1,4 +1,5 @@
-//! The orchestrator: when an island's validation best stops improving, it looks at every island
+//! The orchestrator: when an island's best search quality stops improving, it looks at every
+//! island
 //! and rewrites the search strategy with at most two moves, each written down with its diagnosis.
 //!
 //! [`BuiltinOrchestrator`] follows deterministic rules (`P` is the patience, counted as at least
@@ -70,7 +71,7 @@ pub trait Orchestrator: Send + Sync {
     /// The orchestrator's name, for the display and the records.
     fn name(&self) -> &str;
 
-    /// Called after `round` when some island's validation best has not improved for `patience`
+    /// Called after `round` when some island's best search quality has not improved for `patience`
     /// rounds (see [`should_consult`]). Returns at most two moves, each an [`EventRecord`] with
     /// its diagnosis and the given `round`, with what deciding them cost. `mutators` is the
     /// pool's names in order; `all_search_slots` the suite's search slot ids (see
@@ -182,7 +183,7 @@ impl Plan<'_> {
 
     fn stalled_words(&self, island: usize) -> String {
         format!(
-            "island {island}'s validation best has not improved for {} rounds (patience {})",
+            "island {island}'s best search quality has not improved for {} rounds (patience {})",
             self.state.islands[island].stalled_rounds, self.patience
         )
     }
@@ -297,11 +298,11 @@ mod tests {
         l.end_round();
         for round in 1..=4 {
             for (i, seed) in seeds.iter().enumerate() {
-                // Island i keeps improving its validation best until round i' = 3 - i.
+                // Island i keeps improving its best search quality until round i' = 3 - i.
                 let improving = round <= 3 - i;
                 let gains = [0.5, 0.1 * round as f64];
                 if improving {
-                    l.node(i, &[seed], &gains, false, 1.0, Some(10.0 * round as f64));
+                    l.node(i, &[seed], &[0.5, 10.0 * round as f64], true, 1.0, None);
                 } else {
                     l.child(i, seed, &gains, false);
                 }
