@@ -112,6 +112,9 @@ fn a_benchmark_runs_every_method_and_its_tables_agree_with_its_runs() {
             "{summary}"
         );
         assert!(total >= BUDGET, "stopped before the budget: {total}");
+        // The whole run's CPU (validation and re-scoring included) is reported beside it.
+        let process = summary["process_cpu_seconds"].as_f64().unwrap();
+        assert!(process + 0.05 >= total, "{process} < {total}: {summary}");
         // The budget is checked between steps: the last step (a node's parent re-run and its
         // own evaluation) may overrun it, nothing after it.
         assert!(total - last_record < BUDGET, "went on past the budget");

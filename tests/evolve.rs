@@ -414,3 +414,55 @@ fn node_lines_go_to_the_run_log_and_the_terminal_only_with_verbose() {
     let (_, verbose_nodes, shown) = run("verbose", true);
     assert_eq!((verbose_nodes, shown), (nodes, nodes));
 }
+
+#[test]
+fn seed_harnesses_from_files_seed_every_island_and_are_recorded_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let mut harness = std::fs::read_to_string("problems/harnesses/explorer.toml").unwrap();
+    harness = harness.replace("name = \"explorer\"", "name = \"my-own\"");
+    assert!(harness.contains("my-own"));
+    let file = dir.path().join("mine.toml");
+    std::fs::write(&file, &harness).unwrap();
+    let run_dir = dir.path().join("run");
+    let args = |seed_file: &str| {
+        vec![
+            "evolve".to_string(),
+            "--suite".into(),
+            suite.display().to_string(),
+            "--run-dir".into(),
+            run_dir.display().to_string(),
+            "--rounds".into(),
+            "1".into(),
+            "--islands".into(),
+            "2".into(),
+            "--seed-harness".into(),
+            seed_file.into(),
+        ]
+    };
+    let missing = dir.path().join("absent.toml").display().to_string();
+    let run = milo_owned(&args(&missing));
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("absent.toml"), "{}", run.stderr);
+    assert!(!run_dir.join("lineage.jsonl").exists());
+
+    let run = milo_owned(&args(&file.display().to_string()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = comparable_records(&run_dir);
+    assert_eq!(records[0]["seed_harnesses"][0]["name"], "my-own");
+    let seeds: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["record"] == "node" && r["round"] == 0)
+        .collect();
+    assert_eq!(seeds.len(), 2);
+    assert!(seeds.iter().all(|n| n["name"] == "my-own"), "{seeds:?}");
+    // The run holds the harness whole: its resume needs the file no more.
+    std::fs::remove_file(&file).unwrap();
+    let resumed = milo(&["evolve", "--resume", run_dir.to_str().unwrap()]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+}
+
+fn milo_owned(args: &[String]) -> common::Run {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    milo(&refs)
+}

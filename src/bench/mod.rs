@@ -25,6 +25,7 @@ use crate::error::{read_error, write_error, MiloError, Result};
 use crate::exact::rational::to_f64;
 use crate::executor::SlurmOptions;
 use crate::records::unix_seconds;
+use crate::runner::trace::process_cpu_seconds;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::default_cost_measure;
 use crate::search::parts::EXECUTORS;
@@ -145,6 +146,9 @@ pub const RESULTS_FILE: &str = "results.json";
 pub const SUMMARY_FILE: &str = "summary.json";
 /// Name of the file holding a run's start time.
 const STARTED_FILE: &str = "started.json";
+
+/// Where a run keeps the CPU seconds its earlier segments spent (a resumed run adds to it).
+const SPENT_FILE: &str = "cpu-spent.json";
 
 /// One run of the plan.
 #[derive(Clone, Debug, PartialEq)]
@@ -314,6 +318,13 @@ impl Bench {
                 write_json(&started_path, &now)?;
                 now
             };
+            // Everything the run spends in this process counts, summed over its segments.
+            let spent_path = dir.join(SPENT_FILE);
+            let spent_before: f64 = match spent_path.exists() {
+                true => read_json(&spent_path)?,
+                false => 0.0,
+            };
+            let cpu_at_start = process_cpu_seconds();
             let method = methods::by_name(&planned.method).expect("checked at the start");
             let ctx = methods::RunContext {
                 suite: &self.suite,
@@ -329,7 +340,10 @@ impl Bench {
                 slurm: self.config.slurm.clone(),
                 search: self.config.search,
             };
-            let Some(mut trajectory) = method.run(&ctx)? else {
+            let ran = method.run(&ctx);
+            let spent = spent_before + (process_cpu_seconds() - cpu_at_start);
+            write_json(&spent_path, &spent)?;
+            let Some(mut trajectory) = ran? else {
                 return Ok(None);
             };
             trajectory.started_at = started_at;
@@ -340,8 +354,10 @@ impl Bench {
                 dir: planned.dir(),
             };
             let direction = self.suite.problem.spec().direction;
-            let summary =
-                trajectory::summarise(label, &trajectory, direction, self.config.cpu_seconds);
+            let summary = RunSummary {
+                process_cpu_seconds: Some(spent),
+                ..trajectory::summarise(label, &trajectory, direction, self.config.cpu_seconds)
+            };
             write_json(&summary_path, &summary)?;
             observer.finished(&summary, false);
             summaries.push(summary);

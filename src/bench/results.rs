@@ -50,6 +50,11 @@ pub struct RunSummary {
     pub dir: String,
     /// CPU seconds spent on search tasks (the last evaluation may overrun the budget).
     pub cpu_seconds: f64,
+    /// CPU seconds the whole run took in the benchmark's process, summed over its resumed
+    /// segments: search, validation, re-scoring, parents' re-runs, everything (absent in older
+    /// benchmarks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu_seconds: Option<f64>,
     /// Wall seconds of the run.
     pub wall_seconds: f64,
     /// Evaluations made (nodes or steps).

@@ -58,6 +58,39 @@ pub fn markdown(results: &BenchResults) -> String {
             m.rerun_null_band.map_or("–".into(), spread),
         );
     }
+    let _ = writeln!(
+        out,
+        "\n## Budgets\n\nCPU seconds each run took in the benchmark's process (search, validation, \
+         re-scoring, parents' re-runs), against its budget of {} s.\n",
+        results.cpu_seconds
+    );
+    let _ = writeln!(out, "| method | runs | spent / budget: mean | min | max |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for m in &results.methods {
+        let ratios: Vec<f64> = results
+            .runs
+            .iter()
+            .filter(|r| r.method == m.method)
+            .filter_map(|r| r.process_cpu_seconds)
+            .map(|spent| spent / results.cpu_seconds)
+            .collect();
+        if ratios.is_empty() {
+            let _ = writeln!(out, "| {} | 0 | – | – | – |", m.method);
+            continue;
+        }
+        let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+        let (min, max) = ratios
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                (lo.min(r), hi.max(r))
+            });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {mean:.2} | {min:.2} | {max:.2} |",
+            m.method,
+            ratios.len()
+        );
+    }
     let _ = writeln!(out, "\n## Validation tasks (held out)\n");
     let _ = writeln!(out, "| method | best score | quality |");
     let _ = writeln!(out, "|---|---|---|");
@@ -138,17 +171,19 @@ pub fn methods_csv(results: &BenchResults) -> String {
 /// `runs.csv`: one row per run.
 pub fn runs_csv(results: &BenchResults) -> String {
     let mut out = String::from(
-        "method,batch,seed,cpu_seconds,wall_seconds,steps,counted_steps,best_exact,quality,\
-         validation_best_exact,validation_quality\n",
+        "method,batch,seed,cpu_seconds,process_cpu_seconds,wall_seconds,steps,counted_steps,\
+         best_exact,quality,validation_best_exact,validation_quality\n",
     );
     for r in &results.runs {
         let _ = writeln!(
             out,
-            "{},{},{},{:.3},{:.3},{},{},{},{},{},{}",
+            "{},{},{},{:.3},{},{:.3},{},{},{},{},{},{}",
             r.method,
             r.batch.as_str(),
             r.seed,
             r.cpu_seconds,
+            r.process_cpu_seconds
+                .map_or(String::new(), |s| format!("{s:.3}")),
             r.wall_seconds,
             r.steps,
             r.counted_steps,

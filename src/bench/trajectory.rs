@@ -132,6 +132,7 @@ pub fn summarise(
         batch: label.batch,
         dir: label.dir,
         cpu_seconds: cpu,
+        process_cpu_seconds: None,
         wall_seconds: curve.last().map_or(0.0, |p| p.wall_seconds),
         steps: steps.len(),
         counted_steps: counted,

@@ -225,6 +225,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         promote_discoveries: true,
         agents: None,
         admission: args.admission.policy()?,
+        seed_harnesses: vec![],
     };
     let search = Search::start(&campaign.run_dir(), config, args.jobs, cancel)?;
     Ok((campaign, search))

@@ -7,17 +7,18 @@ use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
 use crate::executor::slurm::DEFAULT_PILOT_STALE_SECONDS;
 use crate::executor::SlurmOptions;
+use crate::harness::Harness;
 use crate::llm::AgentsConfig;
 use crate::optimize::budget::MAX_SECONDS;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
+use crate::search::harness_race::{self, RaceSettings};
 use crate::search::lineage::{
     already_holds_a_run, AdmissionPolicy, Move, RunConfig, ADMISSION_POLICIES,
     DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
 use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
-use crate::search::racing::{self, RaceSettings};
 use crate::suite::embedded::write_default_suite;
 use crate::suite::Suite;
 use std::path::PathBuf;
@@ -91,7 +92,7 @@ pub struct AdmissionArgs {
     #[arg(long, value_name = "POLICY", default_value = ADMISSION_POLICIES[0], value_parser = ADMISSION_POLICIES)]
     admission: String,
     /// Race: children proposed in a step.
-    #[arg(long, value_name = "K", default_value_t = racing::DEFAULT_CHILDREN)]
+    #[arg(long, value_name = "K", default_value_t = harness_race::DEFAULT_CHILDREN)]
     race_children: usize,
     /// Race: tasks in each block (default: one per search slot, at least 2).
     #[arg(long, value_name = "N")]
@@ -100,11 +101,11 @@ pub struct AdmissionArgs {
     #[arg(long, value_name = "N")]
     race_cap: Option<usize>,
     /// Race: one-sided significance level of the paired t test at the cap.
-    #[arg(long, value_name = "ALPHA", default_value_t = racing::DEFAULT_ALPHA)]
+    #[arg(long, value_name = "ALPHA", default_value_t = harness_race::DEFAULT_ALPHA)]
     race_alpha: f64,
     /// Race: one-sided level of the futility bound before the cap (a child whose gain's t
     /// statistic falls below its critical value stops early).
-    #[arg(long, value_name = "LEVEL", default_value_t = racing::DEFAULT_FUTILITY)]
+    #[arg(long, value_name = "LEVEL", default_value_t = harness_race::DEFAULT_FUTILITY)]
     race_futility: f64,
 }
 
@@ -192,6 +193,11 @@ pub struct EvolveArgs {
     slurm: SlurmArgs,
     #[command(flatten)]
     admission: AdmissionArgs,
+    /// A harness file to seed the islands with (repeat for several; island i starts from the
+    /// i-th, in turn): your own, or one a run evolved (`RUN/harnesses/<hash>.toml`). Recorded
+    /// whole in the run. Default: the built-in seeds.
+    #[arg(long, value_name = "FILE")]
+    seed_harness: Vec<PathBuf>,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
@@ -210,7 +216,7 @@ pub struct EvolveArgs {
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness"])]
     resume: Option<PathBuf>,
 }
 
@@ -317,6 +323,11 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         promote_discoveries: args.promote_discoveries,
         agents,
         admission: args.admission.policy()?,
+        seed_harnesses: args
+            .seed_harness
+            .iter()
+            .map(|path| Harness::load(path))
+            .collect::<Result<_>>()?,
     };
     Search::start(&dir, config, args.jobs, cancel)
 }

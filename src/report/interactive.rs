@@ -677,6 +677,7 @@ mod tests {
             promote_discoveries: false,
             agents: None,
             admission: Default::default(),
+            seed_harnesses: vec![],
         };
         let shared = "name = \"p\"\n";
         let mut child = node(
@@ -805,6 +806,7 @@ mod tests {
             batch,
             dir: "d".into(),
             cpu_seconds: 2.0,
+            process_cpu_seconds: None,
             wall_seconds: 2.0,
             steps: 2,
             counted_steps: 2,

@@ -85,6 +85,10 @@ pub struct RunConfig {
     /// How children are admitted (absent in older lineages: `paired`).
     #[serde(default)]
     pub admission: AdmissionPolicy,
+    /// The seed harnesses the islands start from, in turn, recorded whole (`--seed-harness`;
+    /// empty: the built-in seeds for the writer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seed_harnesses: Vec<Harness>,
 }
 
 /// How a step decides its children (a part chosen by name: `paired` or `race`).
@@ -96,8 +100,8 @@ pub enum AdmissionPolicy {
     #[default]
     Paired,
     /// Several children a step sharing one parent evaluation, decided block by block
-    /// ([`super::racing`]).
-    Race(super::racing::RaceSettings),
+    /// ([`super::harness_race`]).
+    Race(super::harness_race::RaceSettings),
 }
 
 /// Names of the admission policies (the first is the default).
@@ -567,6 +571,7 @@ mod tests {
             promote_discoveries: false,
             agents: None,
             admission: AdmissionPolicy::Paired,
+            seed_harnesses: vec![],
         }
     }
 

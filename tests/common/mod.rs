@@ -232,6 +232,7 @@ fn run_summary(method: &str, seed: u64, batch: Batch, best: f64) -> RunSummary {
         batch,
         dir: format!("{method}-s{seed}"),
         cpu_seconds: 7.5,
+        process_cpu_seconds: Some(9.0),
         wall_seconds: 5.0,
         steps: curve.len(),
         counted_steps: curve.len(),

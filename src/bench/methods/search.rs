@@ -163,6 +163,7 @@ impl Method for SearchVariant {
                 promote_discoveries: ctx.promote,
                 agents: None,
                 admission: ctx.search.admission,
+                seed_harnesses: vec![],
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };

@@ -1,5 +1,5 @@
 //! The `race` admission policy in a step: the children of one parent run block by block on the
-//! round's tasks, the parent once per block for all of them, until [`racing::decide`] decides
+//! round's tasks, the parent once per block for all of them, until [`harness_race::decide`] decides
 //! each or the cap is reached.
 
 use super::step::Decided;
@@ -7,7 +7,7 @@ use super::{Search, SearchObserver};
 use crate::error::Result;
 use crate::harness::Harness;
 use crate::search::evaluation::Evaluation;
-use crate::search::racing::{self, Decision, RaceSettings};
+use crate::search::harness_race::{self, Decision, RaceSettings};
 use crate::suite::Task;
 
 /// A child in the race: its node id, harness, evaluation so far and verdict once decided.
@@ -79,7 +79,7 @@ impl Search {
                 let so_far = join(racer.evaluation.take(), evaluation);
                 let last = end >= cap;
                 if let Decision::Decided(verdict) =
-                    racing::decide(&parent_evaluation, &so_far, cost, &race, last)
+                    harness_race::decide(&parent_evaluation, &so_far, cost, &race, last)
                 {
                     racer.decided = Some(verdict);
                 }

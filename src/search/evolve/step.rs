@@ -217,7 +217,10 @@ impl Search {
         island: usize,
         observer: &mut dyn SearchObserver,
     ) -> Result<()> {
-        let seeds = seed_harnesses_for(&self.config().writer);
+        let seeds = match self.config().seed_harnesses.is_empty() {
+            true => seed_harnesses_for(&self.config().writer),
+            false => self.config().seed_harnesses.clone(),
+        };
         let harness = seeds[island % seeds.len()].clone();
         let id = self.state.next_node_id();
         let tasks = self.tasks_of_round(0);

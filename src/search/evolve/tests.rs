@@ -266,6 +266,7 @@ fn settings(rounds: usize) -> RunConfig {
         promote_discoveries: false,
         agents: None,
         admission: Default::default(),
+        seed_harnesses: vec![],
     }
 }
 
@@ -758,11 +759,12 @@ fn raced(
 ) -> (Search, Script) {
     let children_script = script.into_iter().map(Ok).collect();
     let (search, stop, script) = run_with(dir, rounds, children_script, |c| {
-        c.admission =
-            crate::search::lineage::AdmissionPolicy::Race(crate::search::racing::RaceSettings {
+        c.admission = crate::search::lineage::AdmissionPolicy::Race(
+            crate::search::harness_race::RaceSettings {
                 children,
                 ..Default::default()
-            });
+            },
+        );
     });
     assert_eq!(stop, Stop::Rounds);
     (search, script)

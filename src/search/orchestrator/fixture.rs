@@ -43,6 +43,7 @@ impl Lineage {
             promote_discoveries: false,
             agents: None,
             admission: Default::default(),
+            seed_harnesses: vec![],
         };
         Lineage {
             records: vec![LineageRecord::Started(Box::new(config))],

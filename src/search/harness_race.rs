@@ -1,4 +1,5 @@
-//! Harness racing (the `race` admission policy): the children of one step share one parent
+//! Harness racing, the `race` admission policy (not the `[racing]` of a harness, which races
+//! programs within one task): the children of one step share one parent
 //! evaluation and race block by block, as in irace's F-race (losers leave early, survivors run
 //! to the end) and GEPA's minibatch-then-full acceptance (no full evaluation without a minibatch
 //! improvement). Every child runs on a first block of the round's tasks (the tasks go round the
