@@ -321,3 +321,81 @@ fn with_promotion_each_baseline_step_starts_from_the_promoted_constructions() {
     ]);
     assert_eq!(resumed.code, 2, "{}", resumed.stderr);
 }
+
+#[test]
+fn a_harness_and_a_program_from_another_run_are_frozen_benchmarked_and_labelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("source-run");
+    common::evolve_tiny(dir.path(), &run_dir, &["--rounds", "1", "--islands", "1"]);
+    let harness = std::fs::read_dir(run_dir.join("harnesses"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // A program of its own: the tiny suite's, renamed, outside any run.
+    let program = dir.path().join("mine.toml");
+    let text = std::fs::read_to_string(dir.path().join("polish.toml")).unwrap();
+    std::fs::write(&program, text.replace("\"polish\"", "\"mine\"")).unwrap();
+    let suite = dir.path().join("tiny.toml");
+    let out = dir.path().join("bench");
+    let methods = format!(
+        "harness:{},program:{}",
+        harness.display(),
+        program.display()
+    );
+    let run = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        &methods,
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--budget",
+        "0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let config = read_json(&out.join("bench.json"));
+    let names: Vec<&str> = config["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(names[0].starts_with("harness:") && names[1].starts_with("program:mine-"));
+    let results = read_json(&out.join("results.json"));
+    let transfers = results["transfers"].as_array().unwrap();
+    assert_eq!(transfers[0]["in_distribution"], true, "{transfers:?}");
+    assert_eq!(
+        transfers[1]["in_distribution"],
+        Value::Null,
+        "{transfers:?}"
+    );
+    let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(markdown.contains("| in-distribution |"), "{markdown}");
+    // Every step of the program method ran the frozen program.
+    let steps =
+        std::fs::read_to_string(out.join(format!("runs/{}/first-seed-1/steps.jsonl", names[1])))
+            .unwrap();
+    assert!(steps.contains(r#"name = \"mine\""#), "{steps}");
+    assert!(!steps.contains(r#"name = \"polish\""#), "{steps}");
+    // The benchmark holds frozen copies: it resumes without the files, and refuses an edited copy.
+    std::fs::remove_file(&program).unwrap();
+    std::fs::remove_file(out.join(format!("runs/{}/first-seed-1/summary.json", names[1]))).unwrap();
+    let again = milo(&["bench", "--resume", out.to_str().unwrap()]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let frozen = out.join(format!("methods/{}.toml", names[1].replace(':', "-")));
+    let edited = std::fs::read_to_string(&frozen)
+        .unwrap()
+        .replace("mine", "theirs");
+    std::fs::write(&frozen, edited).unwrap();
+    std::fs::remove_file(out.join(format!("runs/{}/first-seed-1/summary.json", names[1]))).unwrap();
+    let refused = milo(&["bench", "--resume", out.to_str().unwrap()]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("was edited"), "{}", refused.stderr);
+}

@@ -185,6 +185,7 @@ pub fn analyse(context: &Context, runs: Vec<RunSummary>) -> BenchResults {
         methods,
         runs,
         verdicts,
+        transfers: Vec::new(),
     }
 }
 

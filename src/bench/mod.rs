@@ -220,11 +220,8 @@ impl Bench {
     /// Starts a new benchmark in `dir` (which must not hold one).
     pub fn start(dir: &Path, config: BenchConfig) -> Result<Bench> {
         for name in &config.methods {
-            if methods::by_name(name).is_none() {
-                return Err(MiloError::Usage(format!(
-                    "unknown method '{name}'; known: {}",
-                    methods::NAMES.join(", ")
-                )));
+            if !methods::transfer::is_transfer(name) {
+                methods::resolve(name, dir)?;
             }
         }
         let path = dir.join(CONFIG_FILE);
@@ -238,8 +235,18 @@ impl Bench {
         if path.exists() {
             return Err(already_a_benchmark(dir));
         }
+        // Transfer methods' files are frozen into the benchmark, under names that pin them.
+        let methods = config
+            .methods
+            .iter()
+            .map(|name| match methods::transfer::is_transfer(name) {
+                true => methods::transfer::freeze(name, dir, &suite),
+                false => Ok(name.clone()),
+            })
+            .collect::<Result<Vec<String>>>()?;
         let config = BenchConfig {
             suite_pin: Some(suite.pin.clone()),
+            methods,
             ..config
         };
         write_json(&path, &config)?;
@@ -325,7 +332,7 @@ impl Bench {
                 false => 0.0,
             };
             let cpu_at_start = process_cpu_seconds();
-            let method = methods::by_name(&planned.method).expect("checked at the start");
+            let method = methods::resolve(&planned.method, &self.dir)?;
             let ctx = methods::RunContext {
                 suite: &self.suite,
                 dir: &dir,
@@ -362,7 +369,10 @@ impl Bench {
             observer.finished(&summary, false);
             summaries.push(summary);
         }
-        let results = analysis::analyse(&self.context(), summaries);
+        let results = BenchResults {
+            transfers: methods::transfer::provenances(&self.config.methods, &self.dir),
+            ..analysis::analyse(&self.context(), summaries)
+        };
         write_json(&self.dir.join(RESULTS_FILE), &results)?;
         write_text(&self.dir.join("results.md"), &table::markdown(&results))?;
         write_text(&self.dir.join("methods.csv"), &table::methods_csv(&results))?;

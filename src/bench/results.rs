@@ -167,4 +167,7 @@ pub struct BenchResults {
     pub verdicts: Vec<PairVerdict>,
     /// Known values and methods' mean bests, best first.
     pub ladder: Vec<LadderRung>,
+    /// Where each transfer method's harness or program came from (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transfers: Vec<super::methods::transfer::Provenance>,
 }

@@ -91,6 +91,31 @@ pub fn markdown(results: &BenchResults) -> String {
             ratios.len()
         );
     }
+    if !results.transfers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Transfer\n\nA harness or a program from another run, frozen. In-distribution: \
+             its source suite shares a start with this one.\n"
+        );
+        let _ = writeln!(out, "| method | source | source suite | distribution |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for t in &results.transfers {
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} |",
+                t.method,
+                t.source.display(),
+                t.source_suite
+                    .as_ref()
+                    .map_or("unknown".into(), |s| format!("`{}`", s.display())),
+                match t.in_distribution {
+                    Some(true) => "in-distribution",
+                    Some(false) => "held-out",
+                    None => "unknown",
+                }
+            );
+        }
+    }
     let _ = writeln!(out, "\n## Validation tasks (held out)\n");
     let _ = writeln!(out, "| method | best score | quality |");
     let _ = writeln!(out, "|---|---|---|");

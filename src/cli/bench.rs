@@ -27,7 +27,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE", required_unless_present = "resume")]
     suite: Option<PathBuf>,
     /// Methods, comma-separated: best-of-n, stock, greedy, alphaevolve, ladder-a … ladder-d,
-    /// milo (= ladder-e).
+    /// milo (= ladder-e), milo-frozen; harness:PATH (a harness file from any run, frozen, run
+    /// by the built-in writer) and program:PATH (a program file run unchanged, as stock).
     #[arg(
         long,
         value_delimiter = ',',

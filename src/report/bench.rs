@@ -122,6 +122,7 @@ fn results_so_far(dir: &Path) -> Result<(BenchResults, usize)> {
         runs: progress.finished,
         verdicts: Vec::new(),
         ladder: Vec::new(),
+        transfers: Vec::new(),
     };
     Ok((results, progress.planned))
 }

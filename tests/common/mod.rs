@@ -305,5 +305,6 @@ pub fn synthetic_bench_results() -> BenchResults {
                 value: 1.4561234567891,
             },
         ],
+        transfers: vec![],
     }
 }

@@ -7,7 +7,9 @@
 //! - [`stock`]: the suite's own programs run unchanged, each step from the previous step's
 //!   best output, until the budget ends;
 //! - [`search`]: MILO and the variants with parts switched off: greedy refinement, the
-//!   ablation ladder A–E (`ladder-e` is full MILO, also called `milo`) and `milo-frozen`.
+//!   ablation ladder A–E (`ladder-e` is full MILO, also called `milo`) and `milo-frozen`;
+//! - [`transfer`]: `harness:PATH` and `program:PATH`, a harness or a program from any run,
+//!   frozen.
 //!
 //! A method runs in its own directory and resumes from its records there. With `promote` on,
 //! the baselines carry each task's best construction forward as its next start ([`promotion`]).
@@ -20,6 +22,7 @@ pub mod log;
 pub mod promotion;
 pub mod search;
 pub mod stock;
+pub mod transfer;
 
 use super::trajectory::Trajectory;
 use crate::cancel::CancelToken;
@@ -157,7 +160,21 @@ pub const NAMES: [&str; 10] = [
     "milo-frozen",
 ];
 
-/// The method called `name`.
+/// The method called `name` in the benchmark in `bench_dir` (a transfer method's frozen file is
+/// there); an unknown name is a usage error listing the known ones.
+pub fn resolve(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
+    if transfer::is_transfer(name) {
+        return Ok(Box::new(transfer::open(name, bench_dir)?));
+    }
+    by_name(name).ok_or_else(|| {
+        crate::error::MiloError::Usage(format!(
+            "unknown method '{name}'; known: {}, harness:PATH, program:PATH",
+            NAMES.join(", ")
+        ))
+    })
+}
+
+/// The built-in method called `name`.
 pub fn by_name(name: &str) -> Option<Box<dyn Method>> {
     match name {
         "best-of-n" => Some(Box::new(best_of_n::BestOfN)),
