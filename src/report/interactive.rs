@@ -839,6 +839,7 @@ mod tests {
             runs: vec![run("milo", Batch::First), run("stock", Batch::Rerun)],
             verdicts: Vec::new(),
             ladder: Vec::new(),
+            transfers: Vec::new(),
         };
         let data = bench_data(&results);
         assert_eq!(data.methods, ["milo", "stock"]);

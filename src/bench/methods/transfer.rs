@@ -32,7 +32,7 @@ pub const METHODS_DIR: &str = "methods";
 /// What a transfer method runs.
 #[derive(Clone, Debug)]
 enum Frozen {
-    Harness(Harness),
+    Harness(Box<Harness>),
     Program(Program),
 }
 
@@ -53,7 +53,7 @@ impl Frozen {
 
     fn parse(kind: &str, text: &str, origin: &Path) -> Result<Frozen> {
         match kind {
-            "harness" => Ok(Frozen::Harness(Harness::parse(text, origin)?)),
+            "harness" => Ok(Frozen::Harness(Box::new(Harness::parse(text, origin)?))),
             _ => Ok(Frozen::Program(Program::parse(text, origin)?)),
         }
     }
@@ -219,7 +219,7 @@ impl Transfer {
     /// harness, or the verbatim writer (which ignores the harness) for a program.
     fn agent(&self) -> (&'static str, Harness) {
         match &self.frozen {
-            Frozen::Harness(h) => (BuiltinWriter.name(), h.clone()),
+            Frozen::Harness(h) => (BuiltinWriter.name(), (**h).clone()),
             Frozen::Program(_) => (VerbatimWriter.name(), seed_harnesses().remove(0)),
         }
     }
