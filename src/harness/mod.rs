@@ -197,12 +197,12 @@ impl Harness {
                 b.minimal + b.explore + b.reserve
             ));
         }
-        if b.minimal <= 0.0 {
-            return Err(
-                "budget.minimal: must be positive (the agent always runs the parent \
-                        once, for a valid baseline and evidence)"
-                    .into(),
-            );
+        if b.minimal < 0.0 {
+            return Err(format!(
+                "budget.minimal: must be ≥ 0 (0: the parent is not re-run, its start is the \
+                 baseline and there is no evidence), got {}",
+                b.minimal
+            ));
         }
         for (kind, &w) in &self.menu {
             if !(w.is_finite() && w >= 0.0) {
@@ -262,10 +262,10 @@ impl Harness {
     }
 
     /// The degenerate harness: one revised program of one edit drawn from a uniform menu, no
-    /// rules, the parent's run only as a small baseline. Its edit draw is program evolution's
-    /// (tested below); that MILO run with it reproduces `alphaevolve` is not yet shown by a run
-    /// (the `alphaevolve` method revises programs itself and hands this harness to the
-    /// verbatim writer, which ignores it).
+    /// rules, no re-run of the parent, the whole budget on the revision. Under it the built-in
+    /// agent's revision is program evolution's mutation step (the edit draw is tested below);
+    /// the `milo-degenerate` benchmark method runs MILO's own machinery with it and harness
+    /// evolution off, against `alphaevolve`.
     pub fn program_evolution() -> Harness {
         Harness {
             name: "program-evolution".into(),
@@ -281,8 +281,8 @@ impl Harness {
             triage: 0.0,
             verify_top: 2,
             budget: BudgetSplit {
-                minimal: 0.05,
-                explore: 0.95,
+                minimal: 0.0,
+                explore: 1.0,
                 reserve: 0.0,
             },
             menu: EditKind::ALL.iter().map(|&k| (k, 1.0)).collect(),

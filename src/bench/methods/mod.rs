@@ -147,7 +147,7 @@ pub trait Method: Send + Sync {
 }
 
 /// Names of the built-in methods (`ladder-e` is also accepted as `milo`'s name).
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "best-of-n",
     "stock",
     "greedy",
@@ -158,6 +158,7 @@ pub const NAMES: [&str; 10] = [
     "ladder-d",
     "milo",
     "milo-frozen",
+    "milo-degenerate",
 ];
 
 /// The method called `name` in the benchmark in `bench_dir` (a transfer method's frozen file is

@@ -9,13 +9,18 @@
 //! | `ladder-d` | 3 | the pool | Pareto/crowding | yes | no |
 //! | `ladder-e` = `milo` | 3 | the pool | Pareto/crowding | yes | yes |
 //! | `milo-frozen` | 3 | none: the best seed harness every round | — | — | no |
+//! | `milo-degenerate` | 1 | none: the degenerate harness every round | — | — | no |
 //!
 //! Every variant has the program archive and, with `--promote-discoveries`, promoted starts;
-//! `milo-frozen` isolates what evolving harnesses adds to them.
+//! `milo-frozen` isolates what evolving harnesses adds to them. `milo-degenerate` seeds every
+//! island with [`Harness::program_evolution`] (one uniformly drawn edit to the slot's best
+//! program, the whole budget, no re-run of the parent): MILO's machinery doing program
+//! evolution, to be measured against `alphaevolve`.
 
 use super::super::trajectory::{Trajectory, TrajectoryStep};
 use super::{Method, RunContext};
 use crate::error::Result;
+use crate::harness::Harness;
 use crate::search::evolve::{Search, SearchObserver, Stop};
 use crate::search::lineage::{
     AdmissionPolicy, Components, ParentChoice, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
@@ -60,6 +65,8 @@ pub struct SearchVariant {
     islands: usize,
     mutators: Vec<&'static str>,
     components: Components,
+    /// The islands' seed harnesses (empty: the built-in seeds).
+    seeds: Vec<Harness>,
 }
 
 /// The variant called `name` (`milo` and `ladder-e` are the full method).
@@ -112,13 +119,29 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
                 ..Components::default()
             },
         ),
+        // Islands of one frozen harness would run the same tasks: one island.
+        "milo-degenerate" => (
+            "milo-degenerate",
+            1,
+            mutators::NAMES.to_vec(),
+            Components {
+                harness_evolution: false,
+                orchestrator: false,
+                ..Components::default()
+            },
+        ),
         _ => return None,
+    };
+    let seeds = match name {
+        "milo-degenerate" => vec![Harness::program_evolution()],
+        _ => vec![],
     };
     Some(SearchVariant {
         name,
         islands,
         mutators,
         components,
+        seeds,
     })
 }
 
@@ -163,7 +186,7 @@ impl Method for SearchVariant {
                 promote_discoveries: ctx.promote,
                 agents: None,
                 admission: ctx.search.admission,
-                seed_harnesses: vec![],
+                seed_harnesses: self.seeds.clone(),
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };
