@@ -196,11 +196,19 @@ fn a_benchmark_runs_every_method_and_its_tables_agree_with_its_runs() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     let spent = |v: &mut Value| {
         let object = v.as_object_mut().unwrap();
-        object.remove("process_cpu_seconds").unwrap().as_f64().unwrap()
+        object
+            .remove("process_cpu_seconds")
+            .unwrap()
+            .as_f64()
+            .unwrap()
     };
     for (path, mut before) in lost {
         let mut after = read_json(&path);
-        assert!(spent(&mut after) >= spent(&mut before), "{}", path.display());
+        assert!(
+            spent(&mut after) >= spent(&mut before),
+            "{}",
+            path.display()
+        );
         assert_eq!(after, before, "{}", path.display());
     }
 }
