@@ -245,43 +245,51 @@ fn check(
     );
 }
 
+/// `milo evolve` on `suite` in `run_dir` with two islands, four tasks a round and `settings`.
+fn evolve_args(suite: &str, run_dir: &Path, settings: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "evolve",
+        "--suite",
+        suite,
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--islands",
+        "2",
+        "--tasks-per-round",
+        "4",
+    ];
+    args.extend_from_slice(settings);
+    args.into_iter().map(String::from).collect()
+}
+
+/// `milo evolve --resume run_dir`.
+fn evolve_resume(run_dir: &Path) -> Vec<String> {
+    vec![
+        "evolve".into(),
+        "--resume".into(),
+        run_dir.display().to_string(),
+    ]
+}
+
 #[test]
 fn evolve_interrupted_at_random_moments_resumes_to_the_uninterrupted_records() {
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_suite(dir.path());
     let suite = suite.to_str().unwrap().to_string();
+    let settings = [
+        "--rounds",
+        "3",
+        "--seed",
+        "5",
+        "--patience",
+        "1",
+        "--promote-discoveries",
+    ];
     check(
         "evolve",
         Expect::Equal,
-        |run_dir| {
-            [
-                "evolve",
-                "--suite",
-                &suite,
-                "--run-dir",
-                run_dir.to_str().unwrap(),
-                "--islands",
-                "2",
-                "--rounds",
-                "3",
-                "--seed",
-                "5",
-                "--patience",
-                "1",
-                "--tasks-per-round",
-                "4",
-                "--promote-discoveries",
-            ]
-            .map(String::from)
-            .to_vec()
-        },
-        |run_dir| {
-            vec![
-                "evolve".into(),
-                "--resume".into(),
-                run_dir.display().to_string(),
-            ]
-        },
+        |run_dir| evolve_args(&suite, run_dir, &settings),
+        evolve_resume,
     );
 }
 
@@ -290,41 +298,23 @@ fn a_raced_evolve_interrupted_at_random_moments_resumes_to_the_uninterrupted_rec
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_suite(dir.path());
     let suite = suite.to_str().unwrap().to_string();
+    let settings = [
+        "--rounds",
+        "2",
+        "--seed",
+        "9",
+        "--admission",
+        "race",
+        "--race-children",
+        "3",
+        "--race-block",
+        "1",
+    ];
     check(
         "raced evolve",
         Expect::Equal,
-        |run_dir| {
-            [
-                "evolve",
-                "--suite",
-                &suite,
-                "--run-dir",
-                run_dir.to_str().unwrap(),
-                "--islands",
-                "2",
-                "--rounds",
-                "2",
-                "--seed",
-                "9",
-                "--tasks-per-round",
-                "4",
-                "--admission",
-                "race",
-                "--race-children",
-                "3",
-                "--race-block",
-                "1",
-            ]
-            .map(String::from)
-            .to_vec()
-        },
-        |run_dir| {
-            vec![
-                "evolve".into(),
-                "--resume".into(),
-                run_dir.display().to_string(),
-            ]
-        },
+        |run_dir| evolve_args(&suite, run_dir, &settings),
+        evolve_resume,
     );
 }
 

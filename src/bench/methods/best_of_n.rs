@@ -2,6 +2,7 @@
 //! tasks' seeds re-derived from the run's seed and the sample number; sample 0 uses the tasks'
 //! own seeds, as every other method's seed nodes do). The best candidate is validated. With
 //! `promote` on, each turn starts from the tasks' current starts ([`super::promotion`]).
+//! [`BestOfN::with_harness`] samples one given harness instead (`harness:PATH`).
 
 use super::log::{BaselineLog, StepRecord};
 use super::promotion::CurrentStarts;
@@ -9,19 +10,41 @@ use super::{Method, RunContext};
 use crate::agent::{BuiltinWriter, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
-use crate::harness::seed_harnesses;
+use crate::harness::{seed_harnesses, Harness};
 
-/// The Best-of-N baseline.
-pub struct BestOfN;
+/// The Best-of-N baseline: the seed harnesses in turn, or one given harness.
+pub struct BestOfN {
+    name: String,
+    harnesses: Vec<Harness>,
+}
+
+impl Default for BestOfN {
+    fn default() -> Self {
+        BestOfN {
+            name: "best-of-n".into(),
+            harnesses: seed_harnesses(),
+        }
+    }
+}
+
+impl BestOfN {
+    /// `harness` alone, sampled step after step, as the method called `name`.
+    pub fn with_harness(name: String, harness: Harness) -> BestOfN {
+        BestOfN {
+            name,
+            harnesses: vec![harness],
+        }
+    }
+}
 
 impl Method for BestOfN {
     fn name(&self) -> &str {
-        "best-of-n"
+        &self.name
     }
 
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
-        let seeds = seed_harnesses();
+        let seeds = &self.harnesses;
         let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), &log.steps)?;
         while log.cpu_seconds() < ctx.cpu_seconds {
             if ctx.cancel.is_cancelled() {

@@ -165,7 +165,7 @@ pub const NAMES: [&str; 11] = [
 /// there); an unknown name is a usage error listing the known ones.
 pub fn resolve(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
     if transfer::is_transfer(name) {
-        return Ok(Box::new(transfer::open(name, bench_dir)?));
+        return transfer::open(name, bench_dir);
     }
     by_name(name).ok_or_else(|| {
         crate::error::MiloError::Usage(format!(
@@ -178,8 +178,8 @@ pub fn resolve(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
 /// The built-in method called `name`.
 pub fn by_name(name: &str) -> Option<Box<dyn Method>> {
     match name {
-        "best-of-n" => Some(Box::new(best_of_n::BestOfN)),
-        "stock" => Some(Box::new(stock::Stock)),
+        "best-of-n" => Some(Box::new(best_of_n::BestOfN::default())),
+        "stock" => Some(Box::new(stock::Stock::default())),
         "alphaevolve" => Some(Box::new(alphaevolve::ProgramEvolution::default())),
         _ => search::variant(name).map(|m| Box::new(m) as Box<dyn Method>),
     }

@@ -2,6 +2,7 @@
 //! writer) on the task's whole budget; every later step runs it again from the task's best
 //! construction so far (promotion is always on), with fresh task seeds, until the CPU budget is
 //! spent. The same programs are then validated from the validation tasks' frozen starts.
+//! [`Stock::with_program`] runs one given program on every task instead (`program:PATH`).
 
 use super::log::{BaselineLog, StepRecord};
 use super::promotion::CurrentStarts;
@@ -10,20 +11,56 @@ use crate::agent::{OptimizerWriter, VerbatimWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::seed_harnesses;
+use crate::program::Program;
+use crate::suite::Task;
+use std::sync::Arc;
 
-/// The stock-program baseline.
-pub struct Stock;
+/// The stock-program baseline: each task's own program, or one program on every task.
+pub struct Stock {
+    name: String,
+    program: Option<Arc<Program>>,
+}
+
+impl Default for Stock {
+    fn default() -> Self {
+        Stock {
+            name: "stock".into(),
+            program: None,
+        }
+    }
+}
+
+impl Stock {
+    /// `program` run unchanged on every task, as the method called `name`.
+    pub fn with_program(name: String, program: Program) -> Stock {
+        Stock {
+            name,
+            program: Some(Arc::new(program)),
+        }
+    }
+
+    /// `tasks` with the method's program in place of each task's own, when it has one.
+    fn with_own_program(&self, mut tasks: Vec<Task>) -> Vec<Task> {
+        if let Some(program) = &self.program {
+            for task in &mut tasks {
+                task.program = program.clone();
+            }
+        }
+        tasks
+    }
+}
 
 impl Method for Stock {
     fn name(&self) -> &str {
-        "stock"
+        &self.name
     }
 
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
         // The verbatim writer ignores the harness; one is needed to evaluate.
         let harness = &seed_harnesses()[0];
-        let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), &log.steps)?;
+        let search = self.with_own_program(ctx.search_tasks());
+        let mut current = CurrentStarts::rebuild(ctx, search, &log.steps)?;
         while log.cpu_seconds() < ctx.cpu_seconds {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
@@ -40,7 +77,7 @@ impl Method for Stock {
                 index: step,
                 island: 0,
                 parent: step.checked_sub(1),
-                candidate: "stock".to_string(),
+                candidate: self.name.clone(),
                 program: None,
                 origin: format!("step {step}"),
                 evaluation,
@@ -48,8 +85,9 @@ impl Method for Stock {
                 promoted,
             })?;
         }
+        let validation = self.with_own_program(ctx.validation_tasks());
         let validated = log.validate_best(ctx.cpu_seconds, |_| {
-            ctx.evaluate(VerbatimWriter.name(), harness, &ctx.validation_tasks(), &[])
+            ctx.evaluate(VerbatimWriter.name(), harness, &validation, &[])
         })?;
         Ok(validated.then(|| log.trajectory()))
     }
@@ -71,7 +109,7 @@ mod tests {
         for _ in 0..3 {
             let spent = BaselineLog::open(&run).unwrap().cpu_seconds();
             let ctx = fixture::context(&suite, &run, spent + 1e-9);
-            Stock.run(&ctx).unwrap().unwrap();
+            Stock::default().run(&ctx).unwrap().unwrap();
         }
         let log = BaselineLog::open(&run).unwrap();
         assert!(log.steps.len() >= 3, "{} steps", log.steps.len());

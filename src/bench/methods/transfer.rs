@@ -1,30 +1,26 @@
 //! Transfer: a harness or a program from any run, frozen and benchmarked on a suite of its own.
 //!
 //! - `harness:PATH`: the built-in writer under one frozen harness, a fresh sample of the tasks'
-//!   seeds each step (best-of-n with a single harness);
-//! - `program:PATH`: one program run unchanged on every search task (`stock` with the file's
+//!   seeds each step ([`BestOfN`] with a single harness);
+//! - `program:PATH`: one program run unchanged on every search task ([`Stock`] with the file's
 //!   program in place of each task's own).
 //!
 //! When a benchmark starts, the file is frozen into its directory as
 //! `methods/<kind>-<label>.toml` (label: the file's stem and 8 hex digits of its content hash)
 //! with its [`Provenance`] beside it, and the method is named `<kind>:<label>`; a resumed
-//! benchmark reads the frozen copy, whatever became of the file. With promotion on, each step
-//! starts from the tasks' best constructions so far.
+//! benchmark reads the frozen copy, whatever became of the file.
 
-use super::log::{BaselineLog, StepRecord};
-use super::promotion::CurrentStarts;
-use super::{Method, RunContext};
-use crate::agent::{BuiltinWriter, OptimizerWriter, VerbatimWriter};
-use crate::bench::trajectory::Trajectory;
+use super::best_of_n::BestOfN;
+use super::stock::Stock;
+use super::Method;
 use crate::error::{write_error, MiloError, Result};
-use crate::harness::{seed_harnesses, Harness};
+use crate::harness::Harness;
 use crate::program::Program;
 use crate::search::lineage::{LineageRecord, LINEAGE_FILE};
-use crate::suite::{Suite, Task};
+use crate::suite::Suite;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Where a benchmark keeps its frozen transfer files.
 pub const METHODS_DIR: &str = "methods";
@@ -37,13 +33,6 @@ enum Frozen {
 }
 
 impl Frozen {
-    fn kind(&self) -> &'static str {
-        match self {
-            Frozen::Harness(_) => "harness",
-            Frozen::Program(_) => "program",
-        }
-    }
-
     fn text(&self) -> String {
         match self {
             Frozen::Harness(h) => h.to_toml(),
@@ -172,15 +161,9 @@ pub fn provenances(methods: &[String], bench_dir: &Path) -> Vec<Provenance> {
         .collect()
 }
 
-/// A frozen transfer method.
-pub struct Transfer {
-    name: String,
-    frozen: Frozen,
-}
-
 /// The frozen method called `name` (`harness:<label>` or `program:<label>`) of the benchmark
-/// in `bench_dir`.
-pub fn open(name: &str, bench_dir: &Path) -> Result<Transfer> {
+/// in `bench_dir`: best-of-n with the frozen harness alone, or stock with the frozen program.
+pub fn open(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
     let (kind, label) = name.split_once(':').expect("a transfer name has a colon");
     let path = bench_dir
         .join(METHODS_DIR)
@@ -197,75 +180,8 @@ pub fn open(name: &str, bench_dir: &Path) -> Result<Transfer> {
             ),
         });
     }
-    Ok(Transfer {
-        name: name.to_string(),
-        frozen,
+    Ok(match frozen {
+        Frozen::Harness(h) => Box::new(BestOfN::with_harness(name.to_string(), *h)),
+        Frozen::Program(p) => Box::new(Stock::with_program(name.to_string(), p)),
     })
-}
-
-impl Transfer {
-    /// `tasks` with the frozen program in place of each task's own (a harness leaves them).
-    fn with_program(&self, mut tasks: Vec<Task>) -> Vec<Task> {
-        if let Frozen::Program(program) = &self.frozen {
-            let program = Arc::new(program.clone());
-            for task in &mut tasks {
-                task.program = program.clone();
-            }
-        }
-        tasks
-    }
-
-    /// The writer and the harness an evaluation runs with: the built-in writer under the frozen
-    /// harness, or the verbatim writer (which ignores the harness) for a program.
-    fn agent(&self) -> (&'static str, Harness) {
-        match &self.frozen {
-            Frozen::Harness(h) => (BuiltinWriter.name(), (**h).clone()),
-            Frozen::Program(_) => (VerbatimWriter.name(), seed_harnesses().remove(0)),
-        }
-    }
-}
-
-impl Method for Transfer {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
-        let mut log = BaselineLog::open(ctx.dir)?;
-        let (writer, harness) = self.agent();
-        let search = self.with_program(ctx.search_tasks());
-        let mut current = CurrentStarts::rebuild(ctx, search, &log.steps)?;
-        while log.cpu_seconds() < ctx.cpu_seconds {
-            if ctx.cancel.is_cancelled() {
-                return Ok(None);
-            }
-            let step = log.steps.len();
-            let tasks = ctx.resampled(current.tasks().to_vec(), step);
-            let Some((evaluation, discoveries)) =
-                ctx.evaluate_with_discoveries(writer, &harness, &tasks, &[])?
-            else {
-                return Ok(None);
-            };
-            let promoted = match ctx.promote {
-                true => current.promote(&discoveries)?,
-                false => vec![],
-            };
-            log.step(StepRecord {
-                index: step,
-                island: 0,
-                parent: None,
-                candidate: self.frozen.kind().to_string(),
-                program: None,
-                origin: format!("sample {step}"),
-                evaluation,
-                at: 0.0,
-                promoted,
-            })?;
-        }
-        let validation = self.with_program(ctx.validation_tasks());
-        let validated = log.validate_best(ctx.cpu_seconds, |_| {
-            ctx.evaluate(writer, &harness, &validation, &[])
-        })?;
-        Ok(validated.then(|| log.trajectory()))
-    }
 }
