@@ -3,6 +3,7 @@
 //! quality, the null band, the pairwise verdicts, and the ladder of known values.
 
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// Which batch of seeds a run belongs to: the first, or the independent re-run with fresh seeds
 /// that a verdict must hold on.
@@ -169,5 +170,26 @@ pub struct BenchResults {
     pub ladder: Vec<LadderRung>,
     /// Where each transfer method's harness or program came from (absent: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub transfers: Vec<super::methods::transfer::Provenance>,
+    pub transfers: Vec<Provenance>,
+}
+
+/// Where a transfer method's frozen harness or program came from
+/// (`methods/<kind>-<label>.provenance.json`; see [`super::methods::transfer`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The method's name (`harness:<label>` or `program:<label>`).
+    pub method: String,
+    /// The file as given.
+    pub source: PathBuf,
+    /// Sha256 of the frozen text.
+    pub sha256: String,
+    /// The run the file lies in (`RUN/harnesses/<hash>.toml`), when it does.
+    pub source_run: Option<PathBuf>,
+    /// That run's suite file.
+    pub source_suite: Option<PathBuf>,
+    /// That run's suite pin.
+    pub source_suite_pin: Option<String>,
+    /// Whether that suite shares a start (by content) with the benchmark's: in-distribution.
+    /// Absent when the source suite is unknown or unreadable.
+    pub in_distribution: Option<bool>,
 }

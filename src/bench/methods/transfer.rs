@@ -13,14 +13,14 @@
 use super::best_of_n::BestOfN;
 use super::stock::Stock;
 use super::Method;
+use crate::bench::results::Provenance;
 use crate::error::{write_error, MiloError, Result};
 use crate::harness::Harness;
 use crate::program::Program;
 use crate::search::lineage::{LineageRecord, LINEAGE_FILE};
 use crate::suite::Suite;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Where a benchmark keeps its frozen transfer files.
 pub const METHODS_DIR: &str = "methods";
@@ -46,26 +46,6 @@ impl Frozen {
             _ => Ok(Frozen::Program(Program::parse(text, origin)?)),
         }
     }
-}
-
-/// Where a frozen harness or program came from (`methods/<kind>-<label>.provenance.json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Provenance {
-    /// The method's name (`harness:<label>` or `program:<label>`).
-    pub method: String,
-    /// The file as given.
-    pub source: PathBuf,
-    /// Sha256 of the frozen text.
-    pub sha256: String,
-    /// The run the file lies in (`RUN/harnesses/<hash>.toml`), when it does.
-    pub source_run: Option<PathBuf>,
-    /// That run's suite file.
-    pub source_suite: Option<PathBuf>,
-    /// That run's suite pin.
-    pub source_suite_pin: Option<String>,
-    /// Whether that suite shares a start (by content) with the benchmark's: in-distribution.
-    /// Absent when the source suite is unknown or unreadable.
-    pub in_distribution: Option<bool>,
 }
 
 /// Whether `name` asks for a transfer method (`harness:PATH` or `program:PATH`).
