@@ -60,7 +60,8 @@ pub struct RunConfig {
     /// How the `slurm` executor submits (absent for other executors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<crate::executor::SlurmOptions>,
-    /// Stop once the search tasks' CPU seconds, summed over nodes, reach this (benchmarks).
+    /// Stop once the search's evaluations (search tasks, parents' re-runs, validation) have taken
+    /// this many CPU seconds, summed over nodes (benchmarks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
     /// Which of MILO's components are on (all, unless a benchmark ablates some).

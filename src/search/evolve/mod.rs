@@ -333,7 +333,7 @@ impl Search {
             return Some(self.cancelled());
         }
         let budget = self.config().cpu_seconds?;
-        (self.state.search_cpu_seconds() >= budget).then_some(Stop::Budget)
+        (self.state.spent_cpu_seconds() >= budget).then_some(Stop::Budget)
     }
 
     /// When the run's hours (counted from this process's start) are up.
