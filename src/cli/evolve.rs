@@ -83,29 +83,32 @@ impl SlurmArgs {
     }
 }
 
+/// The help heading of [`AdmissionArgs`].
+const ADMISSION_HEADING: &str = "Admission of children";
+
 /// How a search admits children (`milo evolve`, `milo campaign`, `milo bench`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct AdmissionArgs {
     /// How children are decided: `paired` (one child a step, run with its parent on every task of
     /// the round) or `race` (several children share one parent evaluation and are decided block
     /// by block with a paired t test).
-    #[arg(long, value_name = "POLICY", default_value = ADMISSION_POLICIES[0], value_parser = ADMISSION_POLICIES)]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "POLICY", default_value = ADMISSION_POLICIES[0], value_parser = ADMISSION_POLICIES)]
     admission: String,
     /// Race: children proposed in a step.
-    #[arg(long, value_name = "K", default_value_t = harness_race::DEFAULT_CHILDREN)]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "K", default_value_t = harness_race::DEFAULT_CHILDREN)]
     race_children: usize,
     /// Race: tasks in each block (default: one per search slot, at least 2).
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "N")]
     race_block: Option<usize>,
     /// Race: most tasks a child runs (default: every task of the round).
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "N")]
     race_cap: Option<usize>,
     /// Race: one-sided significance level of the paired t test at the cap.
-    #[arg(long, value_name = "ALPHA", default_value_t = harness_race::DEFAULT_ALPHA)]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "ALPHA", default_value_t = harness_race::DEFAULT_ALPHA)]
     race_alpha: f64,
     /// Race: one-sided level of the futility bound before the cap (a child whose gain's t
     /// statistic falls below its critical value stops early).
-    #[arg(long, value_name = "LEVEL", default_value_t = harness_race::DEFAULT_FUTILITY)]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "LEVEL", default_value_t = harness_race::DEFAULT_FUTILITY)]
     race_futility: f64,
 }
 
