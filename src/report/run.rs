@@ -18,7 +18,7 @@ use crate::exact::rational::{decimal_string, to_f64};
 use crate::problems::spec::Direction;
 use crate::problems::Problem;
 use crate::search::evolve::{read_best, BEST_FILE};
-use crate::search::lineage::{read_records, LineageRecord, Move, LINEAGE_FILE};
+use crate::search::lineage::{read_records, AdmissionPolicy, LineageRecord, Move, LINEAGE_FILE};
 use crate::search::state::SearchState;
 use crate::suite::Suite;
 use std::path::Path;
@@ -301,6 +301,21 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
             )),
         ),
         ("attempts", Cell::text(config.attempts.to_string())),
+        (
+            "admission",
+            Cell::text(match &config.admission {
+                AdmissionPolicy::Paired => "paired".to_string(),
+                AdmissionPolicy::Race(r) => format!(
+                    "race: {} children a step, blocks of {}, cap {}, α {}, futility {}",
+                    r.children,
+                    r.block
+                        .map_or("one task per slot".into(), |b| b.to_string()),
+                    r.cap.map_or("the round's tasks".into(), |c| c.to_string()),
+                    r.alpha,
+                    r.futility
+                ),
+            }),
+        ),
         (
             "search tasks per round",
             Cell::text(config.tasks_per_round.to_string()),
