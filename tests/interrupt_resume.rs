@@ -5,7 +5,7 @@
 //! shorter run's records must be a prefix of the longer's and each finished run validated once.
 //!
 //! Trials per command and signal: `MILO_INTERRUPT_TRIALS` (default 2, so CI stays quick); the
-//! promise in the README was measured with `MILO_INTERRUPT_TRIALS=20 cargo test --release --test
+//! promise in docs/cli.md was measured with `MILO_INTERRUPT_TRIALS=20 cargo test --release --test
 //! interrupt_resume -- --nocapture`. The moments are drawn from the trial's index, uniformly over
 //! the uninterrupted run's duration; a signal that lands after the run finished still counts (the
 //! resume then must change nothing).

@@ -790,12 +790,12 @@ fn bench_runs_its_evaluations_on_slurm() {
     );
 }
 
-/// The README's overhead table: the tiny suite, 2 rounds × 3 islands × 8 tasks per round, on
+/// The overhead table of docs/search.md: the tiny suite, 2 rounds × 3 islands × 8 tasks per round, on
 /// local threads, as job arrays and on 2 pilots, one after the other on one cluster; overheads
 /// against local threads with `--jobs 2` (the cluster's two cores). Run with
 /// `cargo test --release --test slurm_executor -- --ignored --nocapture overhead`.
 #[test]
-#[ignore = "a measurement of a few minutes; prints the README's table"]
+#[ignore = "a measurement of a few minutes; prints the table of docs/search.md"]
 fn overhead_per_task_of_pilots_job_arrays_and_local_threads() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let test = "overhead_per_task_of_pilots_job_arrays_and_local_threads";

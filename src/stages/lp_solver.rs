@@ -2,7 +2,7 @@
 //! them: `microlp` (dual simplex) and `clarabel` (interior point). A program is built once as
 //! data ([`LinearProgram`]) and handed to the solver its stage names (`solver = "…"`), by
 //! default the one its size calls for ([`LpSolver::Auto`]); the comparison that chose the rule
-//! is in the README ("Sequential LP: which solver").
+//! is in docs/bench.md ("Sequential LP: which solver").
 
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
@@ -16,7 +16,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LpSolver {
-    /// By size, as measured in the README: `microlp` below [`CLARABEL_FROM_VARIABLES`]
+    /// By size, as measured in docs/bench.md: `microlp` below [`CLARABEL_FROM_VARIABLES`]
     /// variables, `clarabel` from there up.
     #[default]
     Auto,

@@ -55,7 +55,7 @@ pub struct SequentialLp {
     /// LP solves.
     #[serde(default = "default_steps")]
     pub steps: usize,
-    /// The LP solver (default `auto`: by the LP's size; see the README's comparison).
+    /// The LP solver (default `auto`: by the LP's size; see the comparison in docs/bench.md).
     #[serde(default, skip_serializing_if = "LpSolver::is_default")]
     pub solver: LpSolver,
 }
@@ -198,7 +198,7 @@ fn lp_step(
 }
 
 /// Runs the stage (see [`SequentialLp`]) and says what its LP solves did — the measure behind
-/// the README's solver comparison.
+/// the solver comparison in docs/bench.md.
 pub fn run_with_stats(
     problem: &dyn Problem,
     start: &[f64],
