@@ -12,6 +12,7 @@
 //! - [`results`]: what `results.json` holds (what `milo report` draws).
 
 pub mod analysis;
+pub mod budget_cut;
 pub mod methods;
 pub mod results;
 pub mod table;
@@ -333,21 +334,35 @@ impl Bench {
             };
             let cpu_at_start = process_cpu_seconds();
             let method = methods::resolve(&planned.method, &self.dir)?;
-            let ctx = methods::RunContext {
+            let ctx = |cancel: CancelToken, budget_spent| methods::RunContext {
                 suite: &self.suite,
                 dir: &dir,
                 seed: planned.seed,
                 cpu_seconds: self.config.cpu_seconds,
                 jobs,
-                cancel: cancel.clone(),
+                cancel,
                 quality: self.config.quality,
                 cost: default_cost_measure(&self.suite, "builtin"),
                 promote: self.config.promote_discoveries,
                 executor: &self.config.executor,
                 slurm: self.config.slurm.clone(),
                 search: self.config.search,
+                budget_spent,
             };
-            let ran = method.run(&ctx);
+            // The run goes on until the process has spent its budget (over all its segments),
+            // cut there; then it only finishes (a baseline validates, a search is read back).
+            let left = self.config.cpu_seconds - spent_before;
+            let mut ran = Ok(None);
+            let mut cut_at_budget = left <= 0.0;
+            if !cut_at_budget {
+                let run_token = CancelToken::new();
+                let cut = budget_cut::CpuCut::arm(cancel, &run_token, left);
+                ran = method.run(&ctx(run_token, false));
+                cut_at_budget = cut.reached() && !cancel.is_cancelled();
+            }
+            if cut_at_budget && matches!(ran, Ok(None)) {
+                ran = method.run(&ctx(cancel.clone(), true));
+            }
             let spent = spent_before + (process_cpu_seconds() - cpu_at_start);
             write_json(&spent_path, &spent)?;
             let Some(mut trajectory) = ran? else {

@@ -64,5 +64,6 @@ pub fn context<'a>(suite: &'a Suite, dir: &'a Path, cpu_seconds: f64) -> RunCont
         executor: "local-threads",
         slurm: None,
         search: Default::default(),
+        budget_spent: false,
     }
 }

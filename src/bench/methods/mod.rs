@@ -65,6 +65,9 @@ pub struct RunContext<'a> {
     pub slurm: Option<SlurmOptions>,
     /// How the MILO methods search.
     pub search: search::SearchKnobs,
+    /// The run's CPU budget is spent (the step in flight was cut at it): make no more steps,
+    /// only finish (validate what a baseline validates once) and return the run as it stands.
+    pub budget_spent: bool,
 }
 
 impl RunContext<'_> {
@@ -141,8 +144,9 @@ pub trait Method: Send + Sync {
     /// The method's name (as given to `--methods`).
     fn name(&self) -> &str;
 
-    /// Runs (or resumes) the method until its CPU budget is spent; `None` when Ctrl-C cut it
-    /// short (what was done is recorded, and running it again resumes).
+    /// Runs (or resumes) the method until its CPU budget is spent; `None` when its cancel token
+    /// cut it short (Ctrl-C, or the benchmark's cut at the budget: what was done is recorded,
+    /// and running it again resumes; with [`RunContext::budget_spent`] it makes no more steps).
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>>;
 }
 

@@ -190,7 +190,7 @@ impl Method for SearchVariant {
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };
-        if search.run(&mut Quiet)? == Stop::Interrupted {
+        if !ctx.budget_spent && search.run(&mut Quiet)? == Stop::Interrupted {
             return Ok(None);
         }
         // A node's parent re-evaluation is work of the run too: a step before the node's.

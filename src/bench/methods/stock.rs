@@ -61,7 +61,7 @@ impl Method for Stock {
         let harness = &seed_harnesses()[0];
         let search = self.with_own_program(ctx.search_tasks());
         let mut current = CurrentStarts::rebuild(ctx, search, &log.steps)?;
-        while log.cpu_seconds() < ctx.cpu_seconds {
+        while !ctx.budget_spent && log.cpu_seconds() < ctx.cpu_seconds {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
