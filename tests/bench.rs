@@ -443,3 +443,53 @@ fn a_harness_and_a_program_from_another_run_are_frozen_benchmarked_and_labelled(
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("was edited"), "{}", refused.stderr);
 }
+
+#[test]
+fn a_run_cut_at_its_budget_before_any_step_ends_reports_its_best_start() {
+    // The default suite's tasks take seconds each: no step ends within a budget of 0.3 CPU s.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let run = milo(&[
+        "bench",
+        "--suite",
+        "problems/suites/default.toml",
+        "--methods",
+        "stock,milo",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--budget",
+        "0.3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let exact = |label: &str| {
+        let path = format!("constructions/third-autocorrelation-inequality/{label}.json");
+        let report = milo(&[
+            "verify",
+            "third-autocorrelation-inequality",
+            &path,
+            "--json",
+        ])
+        .json();
+        report["score_exact"].as_str().unwrap().to_string()
+    };
+    // The suite's search starts; the lower score is the best.
+    let starts = [exact("opt-arcsine-s1"), exact("opt-bump-s3")];
+    let value = |s: &String| s.parse::<f64>().unwrap();
+    let lower = starts
+        .iter()
+        .min_by(|a, b| value(a).total_cmp(&value(b)))
+        .unwrap();
+    let results = read_json(&out.join("results.json"));
+    for summary in results["runs"].as_array().unwrap() {
+        assert_eq!(summary["steps"], 0, "{summary}");
+        let process = summary["process_cpu_seconds"].as_f64().unwrap();
+        assert!(
+            (0.3..1.0).contains(&process),
+            "cut at the budget: {summary}"
+        );
+        assert_eq!(summary["best_exact"].as_str().unwrap(), lower, "{summary}");
+    }
+}

@@ -23,7 +23,7 @@ use crate::bounded_read::{read_text_capped, RECORDS_CAP};
 use crate::cancel::CancelToken;
 use crate::dir_lock::DirLock;
 use crate::error::{read_error, write_error, MiloError, Result};
-use crate::exact::rational::to_f64;
+use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
 use crate::executor::SlurmOptions;
 use crate::records::unix_seconds;
 use crate::runner::trace::process_cpu_seconds;
@@ -376,10 +376,22 @@ impl Bench {
                 dir: planned.dir(),
             };
             let direction = self.suite.problem.spec().direction;
-            let summary = RunSummary {
+            let mut summary = RunSummary {
                 process_cpu_seconds: Some(spent),
                 ..trajectory::summarise(label, &trajectory, direction, self.config.cpu_seconds)
             };
+            // A run cut at its budget before its first evaluation ended found nothing: its best
+            // is its best search start.
+            if trajectory.steps.is_empty() {
+                let starts = self.suite.search_tasks().map(|t| &t.start.exact);
+                if let Some(best) = starts.reduce(|a, b| match direction.better(b, a) {
+                    true => b,
+                    false => a,
+                }) {
+                    summary.best_exact = decimal_string(best, SCORE_DIGITS);
+                    summary.best = to_f64(best);
+                }
+            }
             write_json(&summary_path, &summary)?;
             observer.finished(&summary, false);
             summaries.push(summary);
