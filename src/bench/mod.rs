@@ -349,16 +349,21 @@ impl Bench {
                 search: self.config.search,
                 budget_spent,
             };
-            // The run goes on until the process has spent its budget (over all its segments),
-            // cut there; then it only finishes (a baseline validates, a search is read back).
+            // With local threads the run goes on until the process has spent its budget (over
+            // all its segments), cut there; then it only finishes (a baseline validates, a search
+            // is read back). Other executors spend their CPU in other processes: there the
+            // methods' own counts of their evaluations' CPU stop them.
+            let local = self.config.executor == EXECUTORS[0];
             let left = self.config.cpu_seconds - spent_before;
             let mut ran = Ok(None);
-            let mut cut_at_budget = left <= 0.0;
-            if !cut_at_budget {
+            let mut cut_at_budget = local && left <= 0.0;
+            if !cut_at_budget && local {
                 let run_token = CancelToken::new();
                 let cut = budget_cut::CpuCut::arm(cancel, &run_token, left);
                 ran = method.run(&ctx(run_token, false));
                 cut_at_budget = cut.reached() && !cancel.is_cancelled();
+            } else if !local {
+                ran = method.run(&ctx(cancel.clone(), false));
             }
             if cut_at_budget && matches!(ran, Ok(None)) {
                 ran = method.run(&ctx(cancel.clone(), true));
@@ -377,7 +382,7 @@ impl Bench {
             };
             let direction = self.suite.problem.spec().direction;
             let mut summary = RunSummary {
-                process_cpu_seconds: Some(spent),
+                process_cpu_seconds: local.then_some(spent),
                 ..trajectory::summarise(label, &trajectory, direction, self.config.cpu_seconds)
             };
             // A run cut at its budget before its first evaluation ended found nothing: its best

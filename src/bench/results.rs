@@ -53,7 +53,8 @@ pub struct RunSummary {
     pub cpu_seconds: f64,
     /// CPU seconds the whole run took in the benchmark's process, summed over its resumed
     /// segments: search, validation, re-scoring, parents' re-runs, everything (absent in older
-    /// benchmarks).
+    /// benchmarks, and where evaluations ran in other processes: an executor other than local
+    /// threads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu_seconds: Option<f64>,
     /// Wall seconds of the run.
