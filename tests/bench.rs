@@ -366,6 +366,24 @@ fn with_promotion_each_baseline_step_starts_from_the_promoted_constructions() {
     assert_eq!(resumed.code, 2, "{}", resumed.stderr);
 }
 
+/// `milo bench` of `methods` on `suite`, one seed and no re-run, `budget` CPU s a run, into `out`.
+fn one_seed_bench(suite: &str, methods: &str, budget: &str, out: &Path) -> common::Run {
+    milo(&[
+        "bench",
+        "--suite",
+        suite,
+        "--methods",
+        methods,
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--budget",
+        budget,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn a_harness_and_a_program_from_another_run_are_frozen_benchmarked_and_labelled() {
     let dir = tempfile::tempdir().unwrap();
@@ -388,20 +406,7 @@ fn a_harness_and_a_program_from_another_run_are_frozen_benchmarked_and_labelled(
         harness.display(),
         program.display()
     );
-    let run = milo(&[
-        "bench",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--methods",
-        &methods,
-        "--seeds",
-        "1",
-        "--no-rerun",
-        "--budget",
-        "0.2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = one_seed_bench(suite.to_str().unwrap(), &methods, "0.2", &out);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let config = read_json(&out.join("bench.json"));
     let names: Vec<&str> = config["methods"]
@@ -449,20 +454,7 @@ fn a_run_cut_at_its_budget_before_any_step_ends_reports_its_best_start() {
     // The default suite's tasks take seconds each: no step ends within a budget of 0.3 CPU s.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench");
-    let run = milo(&[
-        "bench",
-        "--suite",
-        "problems/suites/default.toml",
-        "--methods",
-        "stock,milo",
-        "--seeds",
-        "1",
-        "--no-rerun",
-        "--budget",
-        "0.3",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = one_seed_bench("problems/suites/default.toml", "stock,milo", "0.3", &out);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let exact = |label: &str| {
         let path = format!("constructions/third-autocorrelation-inequality/{label}.json");

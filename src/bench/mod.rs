@@ -355,16 +355,16 @@ impl Bench {
             // methods' own counts of their evaluations' CPU stop them.
             let local = self.config.executor == EXECUTORS[0];
             let left = self.config.cpu_seconds - spent_before;
-            let mut ran = Ok(None);
-            let mut cut_at_budget = local && left <= 0.0;
-            if !cut_at_budget && local {
+            let (mut ran, cut_at_budget) = if !local {
+                (method.run(&ctx(cancel.clone(), false)), false)
+            } else if left <= 0.0 {
+                (Ok(None), true)
+            } else {
                 let run_token = CancelToken::new();
                 let cut = budget_cut::CpuCut::arm(cancel, &run_token, left);
-                ran = method.run(&ctx(run_token, false));
-                cut_at_budget = cut.reached() && !cancel.is_cancelled();
-            } else if !local {
-                ran = method.run(&ctx(cancel.clone(), false));
-            }
+                let ran = method.run(&ctx(run_token, false));
+                (ran, cut.reached() && !cancel.is_cancelled())
+            };
             if cut_at_budget && matches!(ran, Ok(None)) {
                 ran = method.run(&ctx(cancel.clone(), true));
             }
