@@ -1,16 +1,34 @@
 //! The cut at a run's CPU budget: a watchdog thread that cancels the run's token once the process
-//! has spent the rest of the budget since it was armed (the step in flight is cut there, as
-//! `--hours` cuts it at a deadline), and passes the user's Ctrl-C on to the run's token.
+//! has spent the rest of the budget since it was armed, less what the run reserves for its
+//! validation (the step in flight is cut there, as `--hours` cuts it at a deadline), and passes
+//! the user's Ctrl-C on to the run's token.
 
 use crate::cancel::CancelToken;
 use crate::runner::trace::process_cpu_seconds;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How often the watchdog looks at the process's CPU time.
 const POLL: Duration = Duration::from_millis(10);
+
+/// CPU seconds a run keeps back from its budget for the validation it makes after its last step
+/// (a baseline validates its best once); the run updates it as its best changes. Clones share it.
+#[derive(Clone, Debug, Default)]
+pub struct ValidationReserve(Arc<AtomicU64>);
+
+impl ValidationReserve {
+    /// Sets the reserve to `seconds`.
+    pub fn set(&self, seconds: f64) {
+        self.0.store(seconds.max(0.0).to_bits(), Ordering::SeqCst);
+    }
+
+    /// The reserve, in CPU seconds (0 until set).
+    pub fn seconds(&self) -> f64 {
+        f64::from_bits(self.0.load(Ordering::SeqCst))
+    }
+}
 
 /// An armed cut; dropping it disarms it (its thread is joined).
 pub struct CpuCut {
@@ -20,12 +38,17 @@ pub struct CpuCut {
 }
 
 impl CpuCut {
-    /// Cancels `run` once the process has spent `seconds` more CPU seconds, or as soon as `user`
-    /// is cancelled.
-    pub fn arm(user: &CancelToken, run: &CancelToken, seconds: f64) -> CpuCut {
+    /// Cancels `run` once the process has spent `seconds` more CPU seconds less `reserve`, or as
+    /// soon as `user` is cancelled.
+    pub fn arm(
+        user: &CancelToken,
+        run: &CancelToken,
+        seconds: f64,
+        reserve: &ValidationReserve,
+    ) -> CpuCut {
         let stop = Arc::new(AtomicBool::new(false));
         let reached = Arc::new(AtomicBool::new(false));
-        let (user, run) = (user.clone(), run.clone());
+        let (user, run, reserve) = (user.clone(), run.clone(), reserve.clone());
         let (stopped, hit) = (stop.clone(), reached.clone());
         let at = process_cpu_seconds();
         let thread = std::thread::spawn(move || {
@@ -34,7 +57,7 @@ impl CpuCut {
                     run.cancel();
                     return;
                 }
-                if process_cpu_seconds() - at >= seconds {
+                if process_cpu_seconds() - at >= seconds - reserve.seconds() {
                     hit.store(true, Ordering::SeqCst);
                     run.cancel();
                     return;
@@ -71,14 +94,15 @@ mod tests {
     #[test]
     fn the_cut_cancels_the_run_at_the_budget_and_passes_ctrl_c_on() {
         let (user, run) = (CancelToken::new(), CancelToken::new());
-        let cut = CpuCut::arm(&user, &run, 0.05);
+        let none = ValidationReserve::default();
+        let cut = CpuCut::arm(&user, &run, 0.05, &none);
         let mut x = 0u64;
         while !run.is_cancelled() {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         assert!(cut.reached() && !user.is_cancelled(), "{x}");
         let (user, run) = (CancelToken::new(), CancelToken::new());
-        let cut = CpuCut::arm(&user, &run, 1e9);
+        let cut = CpuCut::arm(&user, &run, 1e9, &none);
         user.cancel();
         while !run.is_cancelled() {
             std::thread::sleep(POLL);
@@ -86,7 +110,21 @@ mod tests {
         assert!(!cut.reached());
         drop(cut);
         let (user, run) = (CancelToken::new(), CancelToken::new());
-        drop(CpuCut::arm(&user, &run, 1e9));
+        drop(CpuCut::arm(&user, &run, 1e9, &none));
         assert!(!run.is_cancelled(), "a disarmed cut cancels nothing");
+    }
+
+    #[test]
+    fn the_cut_comes_earlier_by_the_reserve_set_while_it_is_armed() {
+        let (user, run) = (CancelToken::new(), CancelToken::new());
+        let reserve = ValidationReserve::default();
+        let cut = CpuCut::arm(&user, &run, 1e9, &reserve);
+        reserve.set(1e9 - 0.05);
+        let mut x = 0u64;
+        while !run.is_cancelled() {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        assert!(cut.reached(), "{x}");
+        assert_eq!(reserve.seconds(), 1e9 - 0.05);
     }
 }

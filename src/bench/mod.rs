@@ -334,6 +334,7 @@ impl Bench {
             };
             let cpu_at_start = process_cpu_seconds();
             let method = methods::resolve(&planned.method, &self.dir)?;
+            let reserve = budget_cut::ValidationReserve::default();
             let ctx = |cancel: CancelToken, budget_spent| methods::RunContext {
                 suite: &self.suite,
                 dir: &dir,
@@ -348,10 +349,11 @@ impl Bench {
                 slurm: self.config.slurm.clone(),
                 search: self.config.search,
                 budget_spent,
+                reserve: reserve.clone(),
             };
             // With local threads the run goes on until the process has spent its budget (over
-            // all its segments), cut there; then it only finishes (a baseline validates, a search
-            // is read back). Other executors spend their CPU in other processes: there the
+            // all its segments) less what a baseline keeps back for validating its best, cut
+            // there; then it only finishes (a baseline validates, a search is read back). Other executors spend their CPU in other processes: there the
             // methods' own counts of their evaluations' CPU stop them.
             let local = self.config.executor == EXECUTORS[0];
             let left = self.config.cpu_seconds - spent_before;
@@ -361,7 +363,7 @@ impl Bench {
                 (Ok(None), true)
             } else {
                 let run_token = CancelToken::new();
-                let cut = budget_cut::CpuCut::arm(cancel, &run_token, left);
+                let cut = budget_cut::CpuCut::arm(cancel, &run_token, left, &reserve);
                 let ran = method.run(&ctx(run_token, false));
                 (ran, cut.reached() && !cancel.is_cancelled())
             };

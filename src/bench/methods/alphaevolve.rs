@@ -155,7 +155,7 @@ impl Method for ProgramEvolution {
         let n = tasks.first().map_or(1, |t| t.start.values.len());
         let mut seen: HashSet<String> =
             log.steps.iter().filter_map(|s| s.program.clone()).collect();
-        while !ctx.budget_spent && log.cpu_seconds() < ctx.cpu_seconds {
+        while ctx.may_step(&log) {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }

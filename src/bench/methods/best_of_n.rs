@@ -46,7 +46,7 @@ impl Method for BestOfN {
         let mut log = BaselineLog::open(ctx.dir)?;
         let seeds = &self.harnesses;
         let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), &log.steps)?;
-        while !ctx.budget_spent && log.cpu_seconds() < ctx.cpu_seconds {
+        while ctx.may_step(&log) {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }

@@ -65,5 +65,6 @@ pub fn context<'a>(suite: &'a Suite, dir: &'a Path, cpu_seconds: f64) -> RunCont
         slurm: None,
         search: Default::default(),
         budget_spent: false,
+        reserve: Default::default(),
     }
 }

@@ -24,6 +24,7 @@ pub mod search;
 pub mod stock;
 pub mod transfer;
 
+use super::budget_cut::ValidationReserve;
 use super::trajectory::Trajectory;
 use crate::cancel::CancelToken;
 use crate::error::Result;
@@ -36,6 +37,7 @@ use crate::search::evaluation::{
 };
 use crate::search::parts::{self, SPOOL_DIR};
 use crate::suite::{Suite, Task};
+use log::BaselineLog;
 use std::path::Path;
 
 /// What one run of a method is given.
@@ -68,9 +70,22 @@ pub struct RunContext<'a> {
     /// The run's CPU budget is spent (the step in flight was cut at it): make no more steps,
     /// only finish (validate what a baseline validates once) and return the run as it stands.
     pub budget_spent: bool,
+    /// What a baseline keeps back from the budget for validating its best, read by the budget's
+    /// cut (kept current by [`RunContext::may_step`]).
+    pub reserve: ValidationReserve,
 }
 
 impl RunContext<'_> {
+    /// Whether a baseline with records `log` may make another step: the budget was not cut,
+    /// and its search tasks' CPU plus the validation of its best (estimated from that
+    /// candidate's CPU per search task, kept in [`RunContext::reserve`]) is under the budget.
+    pub fn may_step(&self, log: &BaselineLog) -> bool {
+        let validation_tasks = self.suite.validation_tasks().count();
+        let reserve = log.validation_estimate(self.cpu_seconds, validation_tasks);
+        self.reserve.set(reserve);
+        !self.budget_spent && log.cpu_seconds() + reserve < self.cpu_seconds
+    }
+
     /// Evaluates `harness` under the writer called `writer` on `tasks`, on the benchmark's
     /// executor; a writer's failure is the run's error. `None` when the run was cancelled
     /// during it (whatever the executor reported: nothing of it is to be recorded).

@@ -61,7 +61,7 @@ impl Method for Stock {
         let harness = &seed_harnesses()[0];
         let search = self.with_own_program(ctx.search_tasks());
         let mut current = CurrentStarts::rebuild(ctx, search, &log.steps)?;
-        while !ctx.budget_spent && log.cpu_seconds() < ctx.cpu_seconds {
+        while ctx.may_step(&log) {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);
             }
@@ -104,11 +104,13 @@ mod tests {
         let suite = fixture::tiny_suite(dir.path());
         let run = dir.path().join("run");
         std::fs::create_dir_all(&run).unwrap();
-        // Three runs, each resumed from the records with a budget just above what was spent:
-        // each makes at least one more step.
+        // Three runs, each resumed from the records with a budget just above what was spent
+        // and what validating its best will take: each makes at least one more step.
+        let validation_tasks = suite.validation_tasks().count();
         for _ in 0..3 {
-            let spent = BaselineLog::open(&run).unwrap().cpu_seconds();
-            let ctx = fixture::context(&suite, &run, spent + 1e-9);
+            let log = BaselineLog::open(&run).unwrap();
+            let reserve = log.validation_estimate(f64::INFINITY, validation_tasks);
+            let ctx = fixture::context(&suite, &run, log.cpu_seconds() + reserve + 1e-9);
             Stock::default().run(&ctx).unwrap().unwrap();
         }
         let log = BaselineLog::open(&run).unwrap();
@@ -131,5 +133,40 @@ mod tests {
             }
         }
         assert!(promotions > 0, "no step improved: the test shows nothing");
+    }
+
+    #[test]
+    fn a_step_is_made_only_while_the_budget_holds_the_search_and_the_validation_of_the_best() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = fixture::tiny_suite(dir.path());
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        Stock::default()
+            .run(&fixture::context(&suite, &run, 1e-9))
+            .unwrap()
+            .unwrap();
+        // The tiny tasks take about one clock tick; a second per task makes the sums plain.
+        let mut log = BaselineLog::open(&run).unwrap();
+        for step in &mut log.steps {
+            step.evaluation
+                .tasks
+                .iter_mut()
+                .for_each(|t| t.cpu_seconds = 1.0);
+        }
+        let spent = log.cpu_seconds();
+        let validation_tasks = suite.validation_tasks().count();
+        let reserve = log.validation_estimate(f64::INFINITY, validation_tasks);
+        assert_eq!(
+            reserve, validation_tasks as f64,
+            "a second per validation task"
+        );
+        let short = fixture::context(&suite, &run, spent + 0.5 * reserve);
+        assert!(!short.may_step(&log));
+        assert_eq!(
+            short.reserve.seconds(),
+            reserve,
+            "the cut reads the reserve"
+        );
+        assert!(fixture::context(&suite, &run, spent + 1.5 * reserve).may_step(&log));
     }
 }
