@@ -419,14 +419,13 @@ fn a_harness_and_a_program_from_another_run_are_frozen_benchmarked_and_labelled(
     assert!(names[0].starts_with("harness:") && names[1].starts_with("program:mine-"));
     let results = read_json(&out.join("results.json"));
     let transfers = results["transfers"].as_array().unwrap();
-    assert_eq!(transfers[0]["in_distribution"], true, "{transfers:?}");
-    assert_eq!(
-        transfers[1]["in_distribution"],
-        Value::Null,
-        "{transfers:?}"
-    );
+    assert_eq!(transfers[0]["level"], "same-suite", "{transfers:?}");
+    assert_eq!(transfers[1]["level"], Value::Null, "{transfers:?}");
     let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
-    assert!(markdown.contains("| in-distribution |"), "{markdown}");
+    assert!(
+        markdown.contains("| new seeds (the source's suite) |"),
+        "{markdown}"
+    );
     // Every step of the program method ran the frozen program.
     let steps =
         std::fs::read_to_string(out.join(format!("runs/{}/first-seed-1/steps.jsonl", names[1])))

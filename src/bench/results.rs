@@ -190,7 +190,35 @@ pub struct Provenance {
     pub source_suite: Option<PathBuf>,
     /// That run's suite pin.
     pub source_suite_pin: Option<String>,
-    /// Whether that suite shares a start (by content) with the benchmark's: in-distribution.
-    /// Absent when the source suite is unknown or unreadable.
-    pub in_distribution: Option<bool>,
+    /// How far the benchmark's suite is from that suite. Absent when the source suite is unknown
+    /// or unreadable.
+    #[serde(default)]
+    pub level: Option<TransferLevel>,
+}
+
+/// How far a transfer goes: from the suite a harness or program was evolved on to the
+/// benchmark's suite (the held-out starts of any suite are its validation tasks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransferLevel {
+    /// The source's own suite (the same pin): its search starts with new seeds.
+    SameSuite,
+    /// Another suite that shares a start (by content) with the source's: in-distribution.
+    SharedStart,
+    /// Another suite of the same problem, no start shared.
+    SameProblem,
+    /// Another problem.
+    AnotherProblem,
+}
+
+impl TransferLevel {
+    /// The level as the tables say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TransferLevel::SameSuite => "new seeds (the source's suite)",
+            TransferLevel::SharedStart => "in-distribution (a start shared)",
+            TransferLevel::SameProblem => "same problem, other starts",
+            TransferLevel::AnotherProblem => "another problem",
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The benchmark's tables: `results.md` (methods, verdicts, ladder, validation apart from
 //! search) and the CSV files `methods.csv` and `runs.csv`.
 
-use super::results::{BenchResults, Interval};
+use super::results::{BenchResults, Interval, TransferLevel};
 use std::fmt::Write;
 
 /// A score as printed in the tables.
@@ -94,10 +94,11 @@ pub fn markdown(results: &BenchResults) -> String {
     if !results.transfers.is_empty() {
         let _ = writeln!(
             out,
-            "\n## Transfer\n\nA harness or a program from another run, frozen. In-distribution: \
-             its source suite shares a start with this one.\n"
+            "\n## Transfer\n\nA harness or a program from another run, frozen. Level: how far this \
+             suite is from the suite it was evolved on (its held-out starts are the validation \
+             tasks below).\n"
         );
-        let _ = writeln!(out, "| method | source | source suite | distribution |");
+        let _ = writeln!(out, "| method | source | source suite | level |");
         let _ = writeln!(out, "|---|---|---|---|");
         for t in &results.transfers {
             let _ = writeln!(
@@ -108,11 +109,7 @@ pub fn markdown(results: &BenchResults) -> String {
                 t.source_suite
                     .as_ref()
                     .map_or("unknown".into(), |s| format!("`{}`", s.display())),
-                match t.in_distribution {
-                    Some(true) => "in-distribution",
-                    Some(false) => "held-out",
-                    None => "unknown",
-                }
+                t.level.map_or("unknown", TransferLevel::describe)
             );
         }
     }

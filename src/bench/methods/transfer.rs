@@ -7,13 +7,13 @@
 //!
 //! When a benchmark starts, the file is frozen into its directory as
 //! `methods/<kind>-<label>.toml` (label: the file's stem and 8 hex digits of its content hash)
-//! with its [`Provenance`] beside it, and the method is named `<kind>:<label>`; a resumed
+//! with its [`Provenance`] (source run, suite, pin, [`TransferLevel`]) beside it, and the method is named `<kind>:<label>`; a resumed
 //! benchmark reads the frozen copy, whatever became of the file.
 
 use super::best_of_n::BestOfN;
 use super::stock::Stock;
 use super::Method;
-use crate::bench::results::Provenance;
+use crate::bench::results::{Provenance, TransferLevel};
 use crate::error::{write_error, MiloError, Result};
 use crate::harness::Harness;
 use crate::program::Program;
@@ -54,7 +54,7 @@ pub fn is_transfer(name: &str) -> bool {
 }
 
 /// Freezes the file a `harness:PATH` or `program:PATH` method names into `bench_dir` and returns
-/// the method's frozen name; `target` is the benchmark's suite (for the in-distribution label).
+/// the method's frozen name; `target` is the benchmark's suite (for the transfer level).
 pub fn freeze(spec: &str, bench_dir: &Path, target: &Suite) -> Result<String> {
     let (kind, path) = spec.split_once(':').expect("a transfer spec has a colon");
     let path = Path::new(path);
@@ -89,8 +89,8 @@ pub fn freeze(spec: &str, bench_dir: &Path, target: &Suite) -> Result<String> {
     Ok(name)
 }
 
-/// The provenance of `path`: the run it lies in, that run's suite and pin, and whether that suite
-/// shares a start with `target`.
+/// The provenance of `path`: the run it lies in, that run's suite and pin, and how far `target`
+/// is from that suite.
 fn provenance(name: &str, path: &Path, sha256: String, target: &Suite) -> Provenance {
     let run = path
         .parent()
@@ -106,15 +106,10 @@ fn provenance(name: &str, path: &Path, sha256: String, target: &Suite) -> Proven
         }
     });
     let source_suite = started.as_ref().map(|c| c.suite.clone());
-    let in_distribution = source_suite
+    let level = source_suite
         .as_ref()
         .and_then(|s| Suite::load(s).ok())
-        .map(|source| {
-            source
-                .starts
-                .iter()
-                .any(|s| target.starts.iter().any(|t| t.sha256 == s.sha256))
-        });
+        .map(|source| level(&source, target));
     Provenance {
         method: name.to_string(),
         source: path.to_path_buf(),
@@ -122,7 +117,24 @@ fn provenance(name: &str, path: &Path, sha256: String, target: &Suite) -> Proven
         source_run: run.map(Path::to_path_buf),
         source_suite,
         source_suite_pin: started.and_then(|c| c.suite_pin),
-        in_distribution,
+        level,
+    }
+}
+
+/// How far `target` is from `source`, the suite a harness or program was evolved on.
+fn level(source: &Suite, target: &Suite) -> TransferLevel {
+    if source.pin == target.pin {
+        TransferLevel::SameSuite
+    } else if source.problem.spec().slug != target.problem.spec().slug {
+        TransferLevel::AnotherProblem
+    } else if source
+        .starts
+        .iter()
+        .any(|s| target.starts.iter().any(|t| t.sha256 == s.sha256))
+    {
+        TransferLevel::SharedStart
+    } else {
+        TransferLevel::SameProblem
     }
 }
 
@@ -164,4 +176,38 @@ pub fn open(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
         Frozen::Harness(h) => Box::new(BestOfN::with_harness(name.to_string(), *h)),
         Frozen::Program(p) => Box::new(Stock::with_program(name.to_string(), p)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture;
+    use super::*;
+
+    #[test]
+    fn the_level_says_how_far_the_target_suite_is_from_the_source_suite() {
+        let dir = tempfile::tempdir().unwrap();
+        let tiny = fixture::tiny_suite(dir.path());
+        let variant = |name: &str, from: &str, to: &str| {
+            let text = std::fs::read_to_string(dir.path().join("tiny.toml")).unwrap();
+            assert!(text.contains(from), "{text}");
+            let path = dir.path().join(name);
+            std::fs::write(&path, text.replace(from, to)).unwrap();
+            Suite::load(&path).unwrap()
+        };
+        let reseeded = variant("reseeded.toml", "seeds = [1, 2]", "seeds = [5]");
+        let first = variant(
+            "first.toml",
+            "third-autocorrelation-inequality",
+            "first-autocorrelation-inequality",
+        );
+        let default = Suite::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/problems/suites/default.toml"
+        )))
+        .unwrap();
+        assert_eq!(level(&tiny, &tiny), TransferLevel::SameSuite);
+        assert_eq!(level(&tiny, &reseeded), TransferLevel::SharedStart);
+        assert_eq!(level(&tiny, &default), TransferLevel::SameProblem);
+        assert_eq!(level(&tiny, &first), TransferLevel::AnotherProblem);
+    }
 }
