@@ -52,9 +52,15 @@ fn sibling(path: &Path, extension: &str) -> Result<NamedTempFile> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(&format!(".partial{extension}"))
+    let (prefix, suffix) = (format!(".{name}."), format!(".partial{extension}"));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(&suffix);
+    // Files milo writes are shared as they are (reports, best constructions): readable by all
+    // unless the umask says otherwise, as files a shell creates are (the temporary file would
+    // otherwise be private to its owner).
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    builder
         .tempfile_in(dir)
         .map_err(write_error(path))
 }
@@ -113,6 +119,19 @@ mod tests {
         write(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         assert_eq!(names(dir.path()), ["best.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_written_file_gets_the_permissions_a_plainly_created_file_gets() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain.json");
+        std::fs::write(&plain, b"x").unwrap();
+        let path = dir.path().join("best.json");
+        write(&path, b"new").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), mode(&plain), "{:o}", mode(&path));
     }
 
     #[test]
