@@ -60,9 +60,7 @@ fn sibling(path: &Path, extension: &str) -> Result<NamedTempFile> {
     // otherwise be private to its owner).
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    builder
-        .tempfile_in(dir)
-        .map_err(write_error(path))
+    builder.tempfile_in(dir).map_err(write_error(path))
 }
 
 /// Syncs the temporary file, renames it to `path` (refusing to replace a file if `no_clobber`)

@@ -416,6 +416,50 @@ fn node_lines_go_to_the_run_log_and_the_terminal_only_with_verbose() {
 }
 
 #[test]
+fn the_summary_counts_seeds_apart_from_children_and_ends_with_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    let out = evolve_tiny(dir.path(), &run_dir, &["--islands", "2", "--rounds", "2"]);
+    let lineage = std::fs::read_to_string(run_dir.join("lineage.jsonl")).unwrap();
+    let nodes: Vec<serde_json::Value> = lineage
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["record"] == "node")
+        .collect();
+    let children: Vec<&serde_json::Value> = nodes
+        .iter()
+        .filter(|n| !n["parents"].as_array().unwrap().is_empty())
+        .collect();
+    let admitted = children
+        .iter()
+        .filter(|n| n["verdict"]["admitted"] == true)
+        .count();
+    let seeds = nodes.len() - children.len();
+    assert!(seeds > 0 && !children.is_empty(), "{lineage}");
+    let counts = format!(
+        "{seeds} seed harnesses, {} children ({admitted} admitted, {} rejected)",
+        children.len(),
+        children.len() - admitted
+    );
+    assert!(out.stdout.contains(&counts), "{counts}\n{}", out.stdout);
+    let verdict = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("verdict: best "))
+        .unwrap_or_else(|| panic!("no verdict line: {}", out.stdout));
+    assert!(verdict.contains("the suite's best start"), "{verdict}");
+    assert!(verdict.contains("the arena #1"), "{verdict}");
+    assert!(
+        verdict.contains(&format!(
+            "{admitted} of {} children admitted",
+            children.len()
+        )),
+        "{verdict}"
+    );
+    assert!(out.stdout.contains("milo report "), "{}", out.stdout);
+}
+
+#[test]
 fn seed_harnesses_from_files_seed_every_island_and_are_recorded_whole() {
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_suite(dir.path());

@@ -1,6 +1,6 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
-use super::search_status::{best_result, SearchStatus, LOG_FILE};
+use super::search_status::{best_result, node_counts, BestResult, SearchStatus, LOG_FILE};
 use crate::agent::writer_by_name;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
@@ -10,6 +10,7 @@ use crate::executor::SlurmOptions;
 use crate::harness::Harness;
 use crate::llm::AgentsConfig;
 use crate::optimize::budget::MAX_SECONDS;
+use crate::problems::Direction;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
 use crate::search::harness_race::{self, RaceSettings};
@@ -21,6 +22,7 @@ use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::suite::embedded::write_default_suite;
 use crate::suite::Suite;
+use num_traits::ToPrimitive;
 use std::path::PathBuf;
 
 /// How the `slurm` executor submits (`milo evolve --executor slurm`).
@@ -367,17 +369,16 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
         Stop::Interrupted => "interrupted",
         Stop::Budget => "the CPU budget is spent",
     };
-    let admitted = state.nodes.iter().filter(|n| n.admitted()).count();
+    let (seeds, admitted, rejected) = node_counts(state);
     let promotions = state
         .events
         .iter()
         .filter(|e| matches!(e.action, Move::Promote { .. }))
         .count();
     out!(
-        "milo evolve: {why} after {} rounds: {} nodes ({admitted} admitted, {} rejected), {} orchestrator moves, {promotions} promotions, {} islands",
+        "milo evolve: {why} after {} rounds: {seeds} seed harnesses, {} children ({admitted} admitted, {rejected} rejected), {} orchestrator moves, {promotions} promotions, {} islands",
         state.rounds_done,
-        state.nodes.len(),
-        state.nodes.len() - admitted,
+        admitted + rejected,
         state.events.len() - promotions,
         state.islands.len()
     )?;
@@ -409,8 +410,9 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
             )?;
         }
     }
-    let direction = search.suite().problem.spec().direction;
-    if let Some(best) = best_result(state, direction) {
+    let spec = search.suite().problem.spec();
+    let best = best_result(state, spec.direction);
+    if let Some(best) = &best {
         out!(
             "best construction score: {} (task {}, node {}, island {})",
             best.score,
@@ -419,10 +421,15 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
             best.island
         )?;
     }
+    let suite = search.suite();
+    let record_name = match suite.record_given {
+        true => "the suite's record",
+        false => "the suite's best start",
+    };
     out!(
-        "record to beat (suite '{}'): {}",
-        search.suite().name,
-        decimal_string(&search.suite().record, 40)
+        "{record_name} (suite '{}'): {}",
+        suite.name,
+        decimal_string(&suite.record, 40)
     )?;
     let discoveries = dir.join("discoveries");
     let found = std::fs::read_dir(&discoveries)
@@ -436,9 +443,9 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
                 .count()
         })
         .unwrap_or(0);
-    let best = dir.join(BEST_FILE);
-    if best.exists() {
-        out!("best construction: {}", best.display())?;
+    let best_file = dir.join(BEST_FILE);
+    if best_file.exists() {
+        out!("best construction: {}", best_file.display())?;
     }
     out!(
         "discoveries: {found} in {}; lineage: {}; log: {}; inspect with `milo lineage {}`",
@@ -446,5 +453,60 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
         dir.join(LINEAGE_FILE).display(),
         dir.join(LOG_FILE).display(),
         dir.display()
-    )
+    )?;
+    if let Some(best) = &best {
+        out!("{}", verdict(search, best, record_name))?;
+    }
+    out!("the report: milo report {}", dir.display())
+}
+
+/// The run's verdict in one line: the best against the suite's record (or best start) and the
+/// arena's #1, how many children were admitted, and whose run made the best construction.
+fn verdict(search: &Search, best: &BestResult, record_name: &str) -> String {
+    let state = search.state();
+    let spec = search.suite().problem.spec();
+    let score: f64 = best.score.parse().unwrap_or(f64::NAN);
+    let record = search.suite().record.to_f64().unwrap_or(f64::NAN);
+    // Positive when the best is better, in the problem's direction.
+    let ahead = |of: f64| match spec.direction {
+        Direction::Minimize => of - score,
+        Direction::Maximize => score - of,
+    };
+    let against = |of: f64, name: &str| match ahead(of) {
+        d if d > 0.0 => format!("{d:.2e} better than {name} {of:.8}"),
+        d if d < 0.0 => format!("{:.2e} behind {name} {of:.8}", -d),
+        _ => format!("equal to {name} {of:.8}"),
+    };
+    let mut parts = vec![format!(
+        "verdict: best {score:.8}, {}",
+        against(record, record_name)
+    )];
+    if let Some(first) = spec.arena_first() {
+        let beats = ahead(first.value) >= spec.min_improvement;
+        parts.push(format!(
+            "{} ({})",
+            against(first.value, "the arena #1"),
+            match beats {
+                true => "past it by the arena's threshold: a new #1",
+                false => "not a new #1",
+            }
+        ));
+    }
+    let (_, admitted, rejected) = node_counts(state);
+    parts.push(format!(
+        "{admitted} of {} children admitted",
+        admitted + rejected
+    ));
+    if let Some(node) = state.node(&best.node) {
+        let whose = match (node.parents.is_empty(), node.admitted()) {
+            (true, _) => "a seed harness",
+            (false, true) => "an admitted child",
+            (false, false) => "a rejected child (its construction is kept, its harness is not)",
+        };
+        parts.push(format!(
+            "the best came from {whose}, {} in round {}",
+            node.id, node.round
+        ));
+    }
+    parts.join("; ")
 }

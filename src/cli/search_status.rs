@@ -60,6 +60,22 @@ pub fn best_result(state: &SearchState, direction: Direction) -> Option<BestResu
     best.map(|(_, b)| b)
 }
 
+/// How many harnesses a search tried: its seeds, and its children admitted and rejected (a
+/// child has a parent; the status line and the summary count alike).
+pub fn node_counts(state: &SearchState) -> (usize, usize, usize) {
+    let children: Vec<&NodeRecord> = state
+        .nodes
+        .iter()
+        .filter(|n| !n.parents.is_empty())
+        .collect();
+    let admitted = children.iter().filter(|n| n.admitted()).count();
+    (
+        state.nodes.len() - children.len(),
+        admitted,
+        children.len() - admitted,
+    )
+}
+
 /// The status line and log of a running search (see the module documentation).
 pub struct SearchStatus {
     line: StatusLine,
@@ -158,11 +174,9 @@ impl SearchStatus {
             best_text.push_str(&format!(", record {:.8}", self.record));
             parts.push(best_text);
         }
-        let children: Vec<&NodeRecord> = state.nodes.iter().filter(|n| n.round > 0).collect();
-        let admitted = children.iter().filter(|n| n.admitted()).count();
+        let (_, admitted, rejected) = node_counts(state);
         parts.push(format!(
-            "admitted {admitted}, rejected {}",
-            children.len() - admitted
+            "children: admitted {admitted}, rejected {rejected}"
         ));
         if self.discoveries > 0 {
             parts.push(format!("{} discoveries", self.discoveries));
