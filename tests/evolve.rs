@@ -416,6 +416,60 @@ fn node_lines_go_to_the_run_log_and_the_terminal_only_with_verbose() {
 }
 
 #[test]
+fn a_finished_run_resumed_with_more_rounds_equals_a_run_with_that_many_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = [
+        "--islands",
+        "2",
+        "--patience",
+        "1",
+        "--tasks-per-round",
+        "4",
+    ];
+    let run = |name: &str, rounds: &str| {
+        let run_dir = dir.path().join(name);
+        let mut args = settings.to_vec();
+        args.extend(["--rounds", rounds]);
+        evolve_tiny(dir.path(), &run_dir, &args);
+        run_dir
+    };
+    let whole = run("whole", "3");
+    let extended = run("extended", "2");
+    let resume = |rounds: &str| {
+        milo(&[
+            "evolve",
+            "--resume",
+            extended.to_str().unwrap(),
+            "--rounds",
+            rounds,
+        ])
+    };
+    let not_more = resume("2");
+    assert_eq!(not_more.code, 2, "{}", not_more.stderr);
+    assert!(not_more.stderr.contains("got 2"), "{}", not_more.stderr);
+    let more = resume("3");
+    assert_eq!(more.code, 0, "{}", more.stderr);
+    assert!(more.stdout.contains("after 3 rounds"), "{}", more.stdout);
+    let mut records = comparable_records(&extended);
+    let at = records
+        .iter()
+        .position(|r| r["record"] == "extended")
+        .expect("the extension is recorded");
+    assert_eq!(records.remove(at)["rounds"], 3);
+    // The settings differ in their rounds only; every record after them is the same.
+    let expected = comparable_records(&whole);
+    assert_eq!(
+        (&records[0]["rounds"], &expected[0]["rounds"]),
+        (&2.into(), &3.into())
+    );
+    records[0]["rounds"] = 3.into();
+    assert_eq!(records.len(), expected.len());
+    for (i, (got, want)) in records.iter().zip(&expected).enumerate() {
+        assert!(got == want, "record {i} differs:\n{got}\n{want}");
+    }
+}
+
+#[test]
 fn the_summary_counts_seeds_apart_from_children_and_ends_with_a_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("run");

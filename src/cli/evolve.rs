@@ -220,8 +220,9 @@ pub struct EvolveArgs {
     #[arg(short, long)]
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
-    /// from it; --jobs applies).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "rounds", "hours", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness"])]
+    /// from it; --jobs applies). With --rounds N (in all) or --hours H a run, finished or not,
+    /// goes on to the new limit, and the lineage records it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness"])]
     resume: Option<PathBuf>,
 }
 
@@ -231,8 +232,15 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         return Err(MiloError::Usage("--jobs must be at least 1".into()));
     }
     let cancel = super::cancel_on_ctrl_c();
+    check_hours(args.hours)?;
     let mut search = match &args.resume {
-        Some(dir) => Search::resume(dir, args.jobs, cancel)?,
+        Some(dir) => {
+            let mut search = Search::resume(dir, args.jobs, cancel)?;
+            if args.rounds.is_some() || args.hours.is_some() {
+                search.extend(args.rounds, args.hours)?;
+            }
+            search
+        }
         None => start(args, cancel)?,
     };
     note!(
@@ -270,14 +278,6 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         return Err(MiloError::Usage(
             "--tasks-per-round must be at least 1".into(),
         ));
-    }
-    if let Some(h) = args.hours {
-        let max = MAX_SECONDS / 3600.0;
-        if !(h.is_finite() && h > 0.0 && h <= max) {
-            return Err(MiloError::Usage(format!(
-                "--hours must be a number of hours in (0, {max:.0}], got {h}"
-            )));
-        }
     }
     let agents = match &args.agents {
         Some(path) => Some(AgentsConfig::load(path)?),
@@ -335,6 +335,17 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
             .collect::<Result<_>>()?,
     };
     Search::start(&dir, config, args.jobs, cancel)
+}
+
+/// `--hours`, when given, must be a positive number of hours within milo's longest budget.
+fn check_hours(hours: Option<f64>) -> Result<()> {
+    let max = MAX_SECONDS / 3600.0;
+    match hours {
+        Some(h) if !(h.is_finite() && h > 0.0 && h <= max) => Err(MiloError::Usage(format!(
+            "--hours must be a number of hours in (0, {max:.0}], got {h}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A usage error naming the first part that asks a language model (`--writer llm`, the `llm`

@@ -431,6 +431,14 @@ pub enum LineageRecord {
         /// The round.
         round: usize,
     },
+    /// The run was extended on resume (`--resume DIR --rounds N` or `--hours H`): its limits from
+    /// here on replace the settings' (absent in older lineages).
+    Extended {
+        /// Rounds to have run in all.
+        rounds: Option<usize>,
+        /// Wall-clock hours of each segment from here on.
+        hours: Option<f64>,
+    },
 }
 
 /// Where lineage records and harness files go.

@@ -110,6 +110,11 @@ impl SearchState {
                 }
                 self.rounds_done = *round;
             }
+            LineageRecord::Extended { rounds, hours } => {
+                if let Some(config) = &mut self.config {
+                    (config.rounds, config.hours) = (*rounds, *hours);
+                }
+            }
         }
     }
 

@@ -230,6 +230,20 @@ impl Search {
         &self.validation
     }
 
+    /// Extends the run from here on: `rounds` in all, or `hours` of wall clock for this and every
+    /// later segment; recorded in the lineage, so a later resume keeps it. Refused when `rounds`
+    /// is not more than the rounds the run has done.
+    pub fn extend(&mut self, rounds: Option<usize>, hours: Option<f64>) -> Result<()> {
+        let done = self.state.rounds_done;
+        if let Some(rounds) = rounds.filter(|&r| r <= done) {
+            return Err(MiloError::Usage(format!(
+                "--rounds counts all the run's rounds and must be more than the {done} it has \
+                 done, got {rounds}"
+            )));
+        }
+        self.record(LineageRecord::Extended { rounds, hours })
+    }
+
     /// Runs rounds until the configured rounds or hours are used up, or the run is cancelled.
     /// The hours are a hard limit: at the deadline the run's token is cancelled, so the step in
     /// flight winds down and records nothing (a resumed run redoes it); what earlier steps saved
