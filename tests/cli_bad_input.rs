@@ -330,3 +330,38 @@ fn problems_lists_every_problem_with_records() {
     let json = milo(&["problems", "--json"]).json();
     assert_eq!(json["problems"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn a_problem_answers_to_the_first_word_of_its_slug_and_a_near_miss_gets_the_nearest_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_with(&dir, "c.json", r#"{"values": [1, 2, 1]}"#);
+    for (alias, slug) in [
+        ("erdos", ERDOS),
+        ("first", FIRST),
+        ("second", SECOND),
+        ("third", THIRD),
+    ] {
+        let verified = |name: &str| {
+            let run = milo(&["verify", name, &path, "--json"]);
+            let mut json: serde_json::Value = serde_json::from_str(&run.stdout)
+                .unwrap_or_else(|e| panic!("{name}: {e}: {} {}", run.stdout, run.stderr));
+            json.as_object_mut().unwrap().remove("timings");
+            json
+        };
+        let by_alias = verified(alias);
+        assert_eq!(by_alias, verified(slug), "{alias}");
+        assert_eq!(by_alias["problem"], slug);
+    }
+    expect_error(
+        "thrid",
+        "[1, 2, 1]",
+        2,
+        &["unknown problem 'thrid'", "did you mean 'third'"],
+    );
+    expect_error(
+        "knapsack",
+        "[1, 2, 1]",
+        2,
+        &["unknown problem 'knapsack'", THIRD],
+    );
+}

@@ -53,6 +53,50 @@ pub fn is_quiet() -> bool {
     QUIET.load(Ordering::Relaxed)
 }
 
+/// The parser of a problem argument: a slug or its first word (`erdos`, `first`, `second`,
+/// `third`), resolved to the slug; the shell completions offer the slugs, and an unknown name
+/// gets milo's one-line error with the nearest name.
+#[derive(Clone)]
+struct ProblemName;
+
+impl clap::builder::TypedValueParser for ProblemName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<String, clap::Error> {
+        match crate::problems::by_slug(&value.to_string_lossy()) {
+            Ok(problem) => Ok(problem.slug().to_string()),
+            Err(e) => Err(
+                clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n"))
+                    .with_cmd(cmd),
+            ),
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let values: Vec<clap::builder::PossibleValue> = crate::problems::all()
+            .iter()
+            .map(|p| {
+                let slug = p.slug().to_string();
+                let alias = crate::problems::alias(&slug).to_string();
+                clap::builder::PossibleValue::new(slug).alias(alias)
+            })
+            .collect();
+        Some(Box::new(values.into_iter()))
+    }
+}
+
+/// The parser of every problem argument (see [`ProblemName`]).
+fn problem_names() -> ProblemName {
+    ProblemName
+}
+
 /// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
 /// installs it once).
 fn cancel_on_ctrl_c() -> CancelToken {

@@ -34,8 +34,8 @@ pub const EXAMPLES: &str = "Examples:
 /// Arguments of `milo optimize`.
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
-    /// Problem slug (see `milo problems`).
-    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    /// Problem slug (see `milo problems`) or its first word (`erdos`, `first`, `second`, `third`).
+    #[arg(required_unless_present = "resume", conflicts_with = "resume", value_parser = super::problem_names())]
     problem: Option<String>,
     /// The start construction: JSON, .npy or text, optionally gzipped; `-` reads standard input.
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]

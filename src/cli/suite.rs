@@ -49,8 +49,8 @@ enum SuiteCommand {
 /// Arguments of `milo suite freeze`.
 #[derive(clap::Args, Debug)]
 struct FreezeArgs {
-    /// Problem slug (see `milo problems`).
-    #[arg(long)]
+    /// Problem slug (see `milo problems`) or its first word (`erdos`, `first`, `second`, `third`).
+    #[arg(long, value_parser = super::problem_names())]
     problem: String,
     /// Construction files, or folders whose *.json / *.json.gz constructions are taken
     /// (provenance files, MANIFEST.json and PULL.json are skipped).

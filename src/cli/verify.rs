@@ -23,7 +23,8 @@ pub const EXAMPLES: &str = "Examples:
 /// Arguments of `milo verify`.
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
-    /// Problem slug (see `milo problems`).
+    /// Problem slug (see `milo problems`) or its first word (`erdos`, `first`, `second`, `third`).
+    #[arg(value_parser = super::problem_names())]
     problem: String,
     /// Construction: JSON ({"values": [...]}, {"data": {"values": [...]}} or a bare array),
     /// .npy (1-D), or text (np.savetxt), optionally gzipped; `-` reads standard input.

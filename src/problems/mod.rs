@@ -127,16 +127,28 @@ pub fn all() -> Vec<Box<dyn Problem>> {
     ]
 }
 
-/// The problem with this slug, or a usage error listing the known slugs.
-pub fn by_slug(slug: &str) -> Result<Box<dyn Problem>> {
+/// The short name a problem also answers to: the first word of its slug (`erdos`, `first`,
+/// `second`, `third`).
+pub fn alias(slug: &str) -> &str {
+    slug.split('-').next().unwrap_or(slug)
+}
+
+/// The problem with this slug or alias, or a usage error listing the known slugs.
+pub fn by_slug(name: &str) -> Result<Box<dyn Problem>> {
     let problems = all();
     let known: Vec<String> = problems.iter().map(|p| p.slug().to_string()).collect();
     problems
         .into_iter()
-        .find(|p| p.slug() == slug)
+        .find(|p| p.slug() == name || alias(p.slug()) == name)
         .ok_or_else(|| {
+            let names = known.iter().flat_map(|s| [s.as_str(), alias(s)]);
+            let nearest = names
+                .map(|n| (strsim::jaro_winkler(name, n), n))
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .filter(|(similarity, _)| *similarity > 0.8);
+            let hint = nearest.map_or(String::new(), |(_, n)| format!(" (did you mean '{n}'?)"));
             MiloError::Usage(format!(
-                "unknown problem '{slug}'; known problems: {}",
+                "unknown problem '{name}'{hint}; known problems: {} (or the first word of one)",
                 known.join(", ")
             ))
         })
