@@ -95,6 +95,7 @@ fn a_good_answer_gives_its_text_and_tokens_and_the_request_is_well_formed() {
         max_tokens: Some(256),
         temperature: Some(0.5),
         seed: Some(42),
+        ..ChatRequest::default()
     };
     let (result, _) = complete_within(backend, request, LIMIT);
     let completion = result.unwrap();
