@@ -101,14 +101,9 @@ impl Secrets {
         }
         let mut runs = Vec::new();
         for (start, end) in string_contents(json) {
-            let content = &json[start..end];
-            let Some(mut view) = View::raw(content).decoded(Escapes::Json) else {
-                runs.extend(
-                    self.runs(&View::raw(content))
-                        .map(|(a, b)| (a + start, b + start)),
-                );
-                continue;
-            };
+            let raw = View::raw(&json[start..end]);
+            // Without JSON escapes the string's text is its value.
+            let mut view = raw.decoded(Escapes::Json).unwrap_or(raw);
             for layer in 0..DECODE_LAYERS {
                 runs.extend(self.runs(&view).map(|(a, b)| (a + start, b + start)));
                 if layer + 1 == DECODE_LAYERS {
@@ -506,6 +501,10 @@ mod tests {
         assert_eq!(back["n"], 3);
         let escaped = format!("{{\"a\":\"{}\"}}", KEY.replace('/', "\\/"));
         let back: serde_json::Value = serde_json::from_str(&s.scrub_json(&escaped)).unwrap();
+        assert_eq!(back["a"], REDACTED);
+        let percent: String = KEY.bytes().map(|b| format!("%{b:02X}")).collect();
+        let encoded = serde_json::json!({ "a": percent }).to_string();
+        let back: serde_json::Value = serde_json::from_str(&s.scrub_json(&encoded)).unwrap();
         assert_eq!(back["a"], REDACTED);
     }
 

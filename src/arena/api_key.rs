@@ -64,8 +64,17 @@ impl ApiKey {
         })
     }
 
-    /// A key from its text; the error (which never quotes the key) says which rule it breaks.
+    /// A key from its text, added to the secrets in use; the error (which never quotes the key)
+    /// says which rule it breaks.
     pub fn new(text: &str) -> std::result::Result<ApiKey, String> {
+        let key = ApiKey::token(text)?;
+        crate::secrets::remember(&key.0);
+        Ok(key)
+    }
+
+    /// A one-time token the server handed out (an upload ticket's), checked as a key is but not
+    /// added to the secrets in use: the next ticket, which shares its form, must stay readable.
+    pub(super) fn token(text: &str) -> std::result::Result<ApiKey, String> {
         let text = text.trim();
         if text.is_empty() {
             return Err("is empty".into());
@@ -76,7 +85,6 @@ impl ApiKey {
         if !text.chars().all(|c| c.is_ascii_graphic()) {
             return Err("must be printable ASCII without spaces".into());
         }
-        crate::secrets::remember(text);
         Ok(ApiKey(text.to_string()))
     }
 

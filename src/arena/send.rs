@@ -140,7 +140,7 @@ impl ArenaClient {
 
     /// Uploads `json` with `ticket`; returns the blob's URL for [`ArenaClient::submit_blob`].
     pub fn upload(&self, ticket: &UploadTicket, json: &[u8]) -> Result<String> {
-        let token = ApiKey::new(&ticket.client_token).map_err(|rule| MiloError::Remote {
+        let token = ApiKey::token(&ticket.client_token).map_err(|rule| MiloError::Remote {
             url: format!("{}/api/solutions/upload-url", self.base_url()),
             message: format!("the upload ticket's clientToken {rule}"),
         })?;

@@ -9,7 +9,7 @@
 //! - **Timeout.** Each request (connecting, sending, the whole answer) has the configured
 //!   timeout; a request that runs out of it is retried, and the last one ends as
 //!   [`LlmError::Timeout`]. All requests for one answer, and the waits between them, end
-//!   within `timeout × (retries + 1)`.
+//!   within `timeout × (retries + 1) + MAX_WAIT × retries`, whatever the server does.
 //! - **Retries.** A 429, a 5xx, a timeout or a refused, reset or dropped connection is retried
 //!   up to `retries` times (at most [`MAX_RETRIES`], checked on reading the agents file). The
 //!   wait before retry `k` (from 1) is the answer's `Retry-After` seconds when it names them
@@ -75,8 +75,8 @@ impl fmt::Debug for OpenAiBackend {
 
 impl OpenAiBackend {
     /// The backend `config` (a [`BackendConfig::Openai`]) describes; a usage error for another
-    /// kind, an `api_base` that is not an `http://` or `https://` URL with a host, or a
-    /// timeout that is not a positive number of seconds.
+    /// kind, an `api_base` that is not an `http://` or `https://` URL with a host, a timeout
+    /// that is not a positive number of seconds, or more than [`MAX_RETRIES`] retries.
     pub fn new(config: &BackendConfig) -> MiloResult<OpenAiBackend> {
         let BackendConfig::Openai {
             name,
@@ -111,6 +111,11 @@ impl OpenAiBackend {
                     "backend '{name}': timeout_seconds must be a positive number, got {timeout_seconds}"
                 ))
             })?;
+        if *retries > MAX_RETRIES {
+            return Err(MiloError::Usage(format!(
+                "backend '{name}': retries must be at most {MAX_RETRIES}, got {retries}"
+            )));
+        }
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -255,13 +260,12 @@ impl ChatBackend for OpenAiBackend {
 
 impl OpenAiBackend {
     /// Asks until an answer, a final failure, the last retry, the overall time limit
-    /// (`timeout × (retries + 1)`) or a cancel of the request's token.
+    /// (`timeout × (retries + 1) + MAX_WAIT × retries`) or a cancel of the request's token.
     fn complete_with_retries(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let key = self.key()?;
         let body = Arc::new(wire::request_body(&self.model, request, self.max_tokens));
-        let limit = self
-            .timeout
-            .saturating_mul(self.retries.min(MAX_RETRIES) + 1);
+        let retries = self.retries;
+        let limit = self.timeout.saturating_mul(retries + 1) + MAX_WAIT.saturating_mul(retries);
         let deadline = Instant::now() + limit;
         let cancelled = || LlmError::Cancelled {
             backend: self.name.clone(),
@@ -286,7 +290,7 @@ impl OpenAiBackend {
                 }
             };
             let pause = wait(requests, retry_after);
-            if requests > self.retries || Instant::now() + pause >= deadline {
+            if requests > retries || Instant::now() + pause >= deadline {
                 return Err(error);
             }
             if !request.cancel.wait(pause) {
