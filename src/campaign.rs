@@ -17,9 +17,10 @@ use crate::arena::ledger::{self, LedgerRecord};
 use crate::arena::pull::{pull, PullRequest, PullSummary};
 use crate::arena::rules::Verdict;
 use crate::arena::send::Submitted;
-use crate::arena::submit::{check, send, Checked};
+use crate::arena::submit::{check, send, Checked, Patience};
 use crate::arena::{ApiKey, ArenaClient};
 use crate::bounded_read::{read_bytes_capped, CONFIG_CAP, CONSTRUCTION_CAP};
+use crate::cancel::CancelToken;
 use crate::construction::read_values;
 use crate::error::{write_error, MiloError, Result};
 use crate::exact::rational::{decimal_string, from_f64, to_f64, SCORE_DIGITS};
@@ -234,7 +235,8 @@ impl Campaign {
     }
 
     /// Offers the run's best construction (`run/best.json`) to the arena; see [`Offer`].
-    pub fn offer(&mut self) -> Result<Offer> {
+    /// Cancelling `cancel` ends a wait for a rate limit to pass.
+    pub fn offer(&mut self, cancel: &CancelToken) -> Result<Offer> {
         let best = self.run_dir().join(BEST_FILE);
         if !best.is_file() {
             return Ok(Offer::NotYet);
@@ -279,8 +281,18 @@ impl Campaign {
         });
         match (&self.key, self.settings.submit && !already) {
             (Some(key), true) => {
-                let max_wait = Duration::from_secs(self.settings.max_wait);
-                let sent = send(&self.client, &checked, key, max_wait, false, &self.ledger())?;
+                let patience = Patience {
+                    max_wait: Duration::from_secs(self.settings.max_wait),
+                    cancel,
+                };
+                let sent = send(
+                    &self.client,
+                    &checked,
+                    key,
+                    &patience,
+                    false,
+                    &self.ledger(),
+                )?;
                 // The next offer has to beat this one by the threshold, as the arena will ask.
                 let agent = self.settings.agent.clone().unwrap_or_else(|| "us".into());
                 let score = to_f64(self.offered.as_ref().expect("set above"));

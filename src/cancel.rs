@@ -6,7 +6,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often a wait or an abandonable piece of work looks at its token.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Why [`CancelToken::run_until`] stopped waiting for its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abandoned {
+    /// The token was cancelled.
+    Cancelled,
+    /// The deadline passed.
+    Deadline,
+}
 
 /// A shared, cloneable cancellation flag: all clones see [`CancelToken::cancel`].
 #[derive(Clone, Debug, Default)]
@@ -26,6 +38,58 @@ impl CancelToken {
     /// Whether [`CancelToken::cancel`] has been called on this token or a clone.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps for `duration` unless the token is cancelled first (then it returns within
+    /// [`POLL`]); whether it slept the whole time.
+    pub fn wait(&self, duration: Duration) -> bool {
+        let until = Instant::now() + duration;
+        loop {
+            if self.is_cancelled() {
+                return false;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(POLL));
+        }
+    }
+
+    /// Runs `work` on a thread of its own and waits for its result, but no longer than until the
+    /// token is cancelled or `deadline` (if any) passes: then the work is abandoned (left to end
+    /// on its own, its result dropped) and the reason returned, within [`POLL`]. For blocking
+    /// calls that cannot be interrupted, such as an HTTP request in flight.
+    pub fn run_until<T: Send + 'static>(
+        &self,
+        deadline: Option<Instant>,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Abandoned> {
+        if self.is_cancelled() {
+            return Err(Abandoned::Cancelled);
+        }
+        let (done, result) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(work());
+        });
+        loop {
+            if self.is_cancelled() {
+                return Err(Abandoned::Cancelled);
+            }
+            let mut poll = POLL;
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Abandoned::Deadline);
+                }
+                poll = poll.min(left);
+            }
+            match result.recv_timeout(poll) {
+                Ok(value) => return Ok(value),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => panic!("abandonable work panicked"),
+            }
+        }
     }
 
     /// Cancels this token at `at` unless the returned [`Deadline`] is dropped first (a wall-clock
@@ -91,5 +155,31 @@ mod tests {
         drop(token.cancel_at(Instant::now() + Duration::from_secs(30)));
         // Dropping joined the deadline's thread: nothing can cancel the token any more.
         assert!(!token.is_cancelled());
+    }
+
+    #[test]
+    fn a_wait_and_abandonable_work_end_soon_after_a_cancel() {
+        let token = CancelToken::new();
+        assert!(token.wait(Duration::from_millis(5)));
+        assert_eq!(token.run_until(None, || 7), Ok(7));
+        let never = Instant::now() + Duration::from_secs(3600);
+        let (_hold, blocked) = mpsc::channel::<()>();
+        let waited = Instant::now();
+        let deadline = Some(Instant::now() + Duration::from_millis(100));
+        let result = token.run_until(deadline, move || blocked.recv());
+        assert_eq!(result, Err(Abandoned::Deadline));
+        let canceller = token.clone();
+        let _deadline = canceller.cancel_at(Instant::now() + Duration::from_millis(100));
+        let (_hold, blocked) = mpsc::channel::<()>();
+        assert_eq!(
+            token.run_until(Some(never), move || blocked.recv()),
+            Err(Abandoned::Cancelled)
+        );
+        assert!(!token.wait(Duration::from_secs(3600)));
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            waited.elapsed()
+        );
     }
 }

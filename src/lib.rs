@@ -11,6 +11,8 @@
 //!   (exact pre-checks against the live rules, inline or blob, a ledger), `status`;
 //! - [`dir_lock`]: one process at a time on a run or benchmark directory (`milo.lock`);
 //! - [`cancel`]: the cancellation token passed to searches, executors and budgets;
+//! - [`secrets`]: the keys in use, and the one scrubber every server's or model's text passes
+//!   before it is stored, printed or rendered;
 //! - [`subprocess`]: other programs run in their own process group under wall, CPU and memory
 //!   limits, output captured, the whole group killed at the end;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
@@ -60,6 +62,7 @@ pub mod records;
 pub mod report;
 pub mod runner;
 pub mod search;
+pub mod secrets;
 pub mod stages;
 pub mod subprocess;
 pub mod suite;

@@ -3,10 +3,12 @@
 //! Every record is one line, appended and synced before the caller goes on. Reading back
 //! tolerates a torn last line (a run killed mid-write): it is dropped, and [`AppendLog::open`]
 //! cuts it off the file so appends continue on a clean line. A bad line before the last is
-//! corruption, reported with its line number.
+//! corruption, reported with its line number. Each line is scrubbed of the secrets in use
+//! ([`secrets::scrub_json`]) before it is written: a record may quote a server or a model.
 
 use crate::bounded_read::{past_cap, RECORD_LINE_CAP};
 use crate::error::{read_error, write_error, MiloError, Result};
+use crate::secrets;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
@@ -63,7 +65,8 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
     pub fn append_all(&mut self, records: &[T]) -> Result<()> {
         let mut lines = String::new();
         for record in records {
-            lines.push_str(&serde_json::to_string(record).expect("records serialise to JSON"));
+            let line = serde_json::to_string(record).expect("records serialise to JSON");
+            lines.push_str(&secrets::scrub_json(&line));
             lines.push('\n');
         }
         self.file

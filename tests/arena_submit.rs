@@ -1,13 +1,15 @@
 //! `milo arena submit`, `status` and `leaderboard` against a loopback mock arena
 //! (`tests/mock_arena`): the verdicts before sending, the asynchronous status, rejection by the
-//! threshold, 429, 401, the blob path, an upload that dies mid-body — and the key never written
-//! or printed.
+//! threshold, 429 (a `Retry-After: 0` too: bounded tries, a second apart), 401, the blob path, an
+//! upload that dies mid-body — and the key never written or printed, whatever encoding the server
+//! echoes it in, and server ids that are no ids refused.
 
 mod mock_arena;
 
 use mock_arena::{MockArena, MockOptions, MockProblem};
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 const FIRST: &str = "first-autocorrelation-inequality";
 const KEY: &str = "test-key-0123456789";
@@ -496,4 +498,282 @@ fn large_constructions_go_through_a_blob_and_survive_an_upload_cut_off_once() {
         "nothing submitted"
     );
     assert_key_nowhere(dir.path(), &[&sent, &decided, &failed]);
+}
+
+/// A key with characters that JSON, URLs and base64 each write differently.
+const ECHOED_KEY: &str = "sk-arena/Q7f+9z~?>pLm~4Rt8Vw0Yb";
+
+/// The ways a careless or hostile server may echo [`ECHOED_KEY`] back: whole, cut to the 19
+/// characters a 200-character excerpt may keep, JSON-escaped (as literal text: `\/`, `\u0073`),
+/// percent-encoded (all of it, or only its reserved characters), HTML character references,
+/// and base64 (standard and URL-safe, at each alignment).
+fn echoes() -> Vec<String> {
+    let key = ECHOED_KEY;
+    let mut echoes = vec![
+        key.to_string(),
+        key[..19].to_string(),
+        key.replace('/', "\\/"),
+        key.chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect(),
+        key.bytes().map(|b| format!("%{b:02X}")).collect(),
+        key.replace('/', "%2F").replace('+', "%2B"),
+        key.chars().map(|c| format!("&#{};", c as u32)).collect(),
+    ];
+    for alphabet in [
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+    ] {
+        for prefix in ["", "a", "ab"] {
+            echoes.push(base64(alphabet, format!("{prefix}{key}").as_bytes()));
+        }
+    }
+    echoes
+}
+
+/// `bytes` in base64 over `alphabet`, padded.
+fn base64(alphabet: &str, bytes: &[u8]) -> String {
+    let alphabet = alphabet.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The first 8-character piece of the key or of one of its [`echoes`] found in `text`.
+fn leaked_piece(text: &str) -> Option<String> {
+    echoes()
+        .iter()
+        .flat_map(|echo| {
+            let chars: Vec<char> = echo.chars().collect();
+            chars
+                .windows(8)
+                .map(|w| w.iter().collect::<String>())
+                .collect::<Vec<_>>()
+        })
+        .find(|piece| text.contains(piece.as_str()))
+}
+
+/// No file under `dir` and none of `outputs` holds a piece of the key in any of its echoes.
+fn assert_no_piece_anywhere(dir: &Path, outputs: &[&Run]) {
+    for run in outputs {
+        let all = run.all();
+        assert_eq!(leaked_piece(&all), None, "printed: {all}");
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                assert_eq!(leaked_piece(&text), None, "in {}", path.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_key_echoed_by_the_server_in_any_encoding_reaches_no_file_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    // The leaderboard's agents are named with the key, in each of its echoes.
+    let entries: Vec<(String, String, Vec<f64>)> = echoes()
+        .into_iter()
+        .enumerate()
+        .map(|(i, echo)| (FIRST.to_string(), echo, bumpy(40, 0.5 + 0.02 * i as f64)))
+        .collect();
+    let best = entries
+        .iter()
+        .map(|(_, _, v)| score(v))
+        .fold(f64::INFINITY, f64::min);
+    let problems = vec![MockProblem {
+        id: 2,
+        slug: FIRST.into(),
+        min_improvement: THRESHOLD,
+    }];
+    let options = MockOptions {
+        keys: vec![(ECHOED_KEY.into(), AGENT.into())],
+        ..MockOptions::default()
+    };
+    let arena = MockArena::start(problems, entries, options, 0);
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let sent = milo(
+        dir.path(),
+        Some(ECHOED_KEY),
+        &[
+            "arena",
+            "submit",
+            FIRST,
+            &file,
+            "--base-url",
+            &arena.base,
+            "--agent",
+            AGENT,
+        ],
+    );
+    assert_eq!(sent.code, 0, "{}", sent.all());
+    let board = milo(
+        dir.path(),
+        Some(ECHOED_KEY),
+        &["arena", "leaderboard", FIRST, "--base-url", &arena.base],
+    );
+    assert_eq!(board.code, 0, "{}", board.all());
+    assert!(board.stdout.contains("<redacted>"), "{}", board.stdout);
+    let recorded = ledger_lines(dir.path());
+    assert_eq!(recorded.len(), 1);
+    let agents: std::collections::HashSet<String> = echoes().into_iter().collect();
+    let recorded_board = recorded[0]["leaderboard"].as_array().unwrap();
+    assert_eq!(recorded_board.len(), agents.len(), "every entry recorded");
+    for entry in recorded_board {
+        let agent = entry["agentName"].as_str().unwrap();
+        assert!(agent.contains("<redacted>"), "{agent}");
+    }
+    assert_no_piece_anywhere(dir.path(), &[&sent, &board]);
+}
+
+/// A loopback server answering its one request with `status` and `body`; its base URL.
+fn answering_once(status: u16, body: &str) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind a loopback server");
+    let base = format!("http://{}", server.server_addr().to_ip().unwrap());
+    let body = body.to_string();
+    std::thread::spawn(move || {
+        if let Ok(request) = server.recv() {
+            let _ =
+                request.respond(tiny_http::Response::from_string(body).with_status_code(status));
+        }
+    });
+    base
+}
+
+#[test]
+fn a_server_id_that_is_no_id_is_refused_naming_the_rule_and_the_scrubbed_value() {
+    use milo::arena::{ApiKey, ArenaClient, ArenaId};
+    let key = ApiKey::new(ECHOED_KEY).unwrap();
+    let client = |base: &str| {
+        ArenaClient::new(base, Duration::from_secs(10), Duration::from_secs(30)).unwrap()
+    };
+    for (id, shown) in [
+        ("../../../api/problems?x=", "../../../api/problems?x="),
+        (ECHOED_KEY, "<redacted>"),
+    ] {
+        let body = serde_json::json!({"id": id, "status": "pending"}).to_string();
+        let base = answering_once(200, &body);
+        let error = client(&base)
+            .submit_inline(&key, &ArenaId::Number(2), "{\"values\":[1.0]}")
+            .expect_err("an id that is no id is refused");
+        let message = error.to_string();
+        assert_eq!(error.exit_code(), milo::error::EXIT_REMOTE, "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+        assert!(message.contains(shown), "{message}");
+        assert!(message.contains("an id must be"), "{message}");
+        assert_eq!(leaked_piece(&message), None, "{message}");
+    }
+
+    // A status whose error field quotes the key (cut, encoded) comes back without it.
+    let error = format!(
+        "bad key {}… and {}",
+        &ECHOED_KEY[..19],
+        echoes().last().unwrap()
+    );
+    let body = serde_json::json!({"id": 7, "status": "rejected", "error": error}).to_string();
+    let status = client(&answering_once(200, &body))
+        .solution_status(&ArenaId::Number(7))
+        .unwrap();
+    let said = status.error.unwrap();
+    assert!(said.starts_with("bad key <redacted>"), "{said}");
+    assert_eq!(leaked_piece(&said), None, "{said}");
+}
+
+/// `milo` as [`milo`] runs it, killed if it has not ended within `limit` (then `None`).
+fn milo_within(dir: &Path, key: &str, args: &[&str], limit: Duration) -> Option<Run> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("EINSTEIN_ARENA_BASE_URL")
+        .env_remove("EINSTEIN_ARENA_AGENT")
+        .env("EINSTEIN_ARENA_API_KEY", key)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("milo runs");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    Some(Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+#[test]
+fn a_429_asking_for_no_wait_is_retried_a_bounded_number_of_times_a_second_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions {
+        rate_limited: usize::MAX,
+        retry_after: 0,
+        ..MockOptions::default()
+    });
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let started = Instant::now();
+    let args = [
+        "arena",
+        "submit",
+        FIRST,
+        &file,
+        "--base-url",
+        &arena.base,
+        "--max-wait",
+        "4",
+    ];
+    let run = milo_within(dir.path(), KEY, &args, Duration::from_secs(60))
+        .expect("gives up within 60 s, not never");
+    let took = started.elapsed();
+    assert_eq!(run.code, 4, "{}", run.all());
+    assert!(run.stderr.contains("rate-limited"), "{}", run.stderr);
+    assert_eq!(
+        run.stderr
+            .trim()
+            .lines()
+            .last()
+            .unwrap()
+            .matches("milo:")
+            .count(),
+        1
+    );
+    let posts = arena.log().iter().filter(|r| r.method == "POST").count();
+    // A floor of 1 s between tries, within --max-wait 4: the first try and at most 4 more.
+    assert!((2..=5).contains(&posts), "{posts} POSTs");
+    assert!(
+        took >= Duration::from_secs(posts as u64 - 1),
+        "{took:?} for {posts} POSTs"
+    );
 }

@@ -1,6 +1,7 @@
 //! The CLI-agent backend against fake `claude` and `codex` executables (shell scripts this test
 //! writes into a directory put first on PATH): good answers in both formats, garbage, a non-zero
-//! exit, and a hang with a grandchild, killed at the timeout with no process left behind.
+//! exit, a hang with a grandchild, killed at the timeout (or at a cancel) with no process left
+//! behind, and a key in use scrubbed from what the agent prints.
 
 use milo::llm::cli_agent::{CliAgent, CliOutput};
 use milo::llm::{
@@ -208,4 +209,57 @@ fn a_hanging_agent_is_killed_at_its_timeout_with_its_grandchild() {
         began.elapsed()
     );
     assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+#[test]
+fn a_cancel_kills_a_running_agent_with_its_grandchild_within_seconds() {
+    let marker = format!("milo-cli-agent-test-cancel-{}", std::process::id());
+    let request = request();
+    let _deadline = request
+        .cancel
+        .cancel_at(Instant::now() + Duration::from_millis(300));
+    let began = Instant::now();
+    // Without the cancel, the agent would run for its whole hour.
+    let result = claude("hang", &[&marker], 3600.0).complete(&request);
+    assert!(
+        matches!(result, Err(LlmError::Cancelled { .. })),
+        "{result:?}"
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+#[test]
+fn an_agent_echoing_a_key_in_use_leaves_no_piece_of_it_in_the_answer_or_transcript() {
+    const KEY: &str = "sk-cli/8d2f6a0c4e1b9d7f";
+    // A key milo read (an agents file's api_key_env, the arena key) is a secret in use.
+    milo::secrets::remember(KEY);
+    let script = format!(
+        "printf 'answer: %s then %s\\n' '{KEY}' \"$(printf %s '{KEY}' | base64)\"; \
+         printf 'cut %s\\n' '{}' >&2",
+        &KEY[..18]
+    );
+    let answer = agent(&["sh", "-c", &script], CliOutput::Text, 30.0)
+        .complete(&request())
+        .unwrap();
+    assert!(
+        answer.text.starts_with("answer: <redacted> then "),
+        "{}",
+        answer.text
+    );
+    let transcript = answer.transcript.unwrap();
+    for text in [&answer.text, &transcript] {
+        for piece in KEY.as_bytes().windows(8) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            assert!(!text.contains(piece), "{piece} in {text}");
+        }
+        assert!(
+            !text.contains("c2stY2xpLzhkMmY2"),
+            "the base64 stays: {text}"
+        );
+    }
 }

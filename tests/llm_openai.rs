@@ -95,6 +95,7 @@ fn a_good_answer_gives_its_text_and_tokens_and_the_request_is_well_formed() {
         max_tokens: Some(256),
         temperature: Some(0.5),
         seed: Some(42),
+        ..ChatRequest::default()
     };
     let (result, _) = complete_within(backend, request, LIMIT);
     let completion = result.unwrap();
@@ -224,8 +225,8 @@ fn a_hang_ends_as_a_timeout_after_the_retries() {
         other => panic!("{other:?}"),
     }
     assert_eq!(mock.log().len(), 2);
-    // Two 1 s timeouts and a 0.5 s wait, with slack for a loaded machine.
-    assert!(elapsed >= Duration::from_millis(2400), "{elapsed:?}");
+    // Two 1 s timeouts and a 1 s wait, with slack for a loaded machine.
+    assert!(elapsed >= Duration::from_millis(2900), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(8), "{elapsed:?}");
 }
 
@@ -302,8 +303,8 @@ fn a_refused_connection_is_unavailable_after_the_retries() {
         }
         other => panic!("{other:?}"),
     }
-    // Two retries: 0.5 s, then 1 s.
-    assert!(elapsed >= Duration::from_millis(1400), "{elapsed:?}");
+    // Two retries: 1 s, then 2 s.
+    assert!(elapsed >= Duration::from_millis(2900), "{elapsed:?}");
 }
 
 #[test]
@@ -319,4 +320,107 @@ fn an_answer_past_the_cap_is_refused_unread() {
         other => panic!("{other:?}"),
     }
     assert_eq!(mock.log().len(), 1);
+}
+
+/// The ways a server or a model may echo [`SENTINEL`] back beyond the plain text: cut to 18
+/// characters, JSON escapes as literal text, percent-encoded, and base64 of the
+/// `Authorization` header at each alignment.
+fn echoes() -> Vec<String> {
+    let mut echoes = vec![
+        SENTINEL[..18].to_string(),
+        SENTINEL
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect(),
+        SENTINEL.bytes().map(|b| format!("%{b:02x}")).collect(),
+    ];
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for prefix in ["", "x", "xy"] {
+        let bytes = format!("{prefix}Bearer {SENTINEL}").into_bytes();
+        let mut encoded = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+            for i in 0..=chunk.len() {
+                encoded.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
+            }
+        }
+        echoes.push(encoded);
+    }
+    echoes
+}
+
+/// Whether `text` holds an 8-character piece of the key (the pieces of its base64 that encode
+/// `Bearer ` and the prefix, up to the key's first bits, excepted).
+fn holds_a_piece_of_the_key(text: &str) -> bool {
+    let bearer_only = ["QmVhcmVyIH", "eEJlYXJlciB", "eHlCZWFyZXIg"];
+    std::iter::once(SENTINEL.to_string())
+        .chain(echoes())
+        .any(|echo| {
+            let chars: Vec<char> = echo.chars().collect();
+            chars.windows(8).any(|w| {
+                let piece: String = w.iter().collect();
+                !bearer_only.iter().any(|b| b.contains(&piece)) && text.contains(&piece)
+            })
+        })
+}
+
+#[test]
+fn an_answer_or_an_error_echoing_the_key_in_any_encoding_holds_no_piece_of_it() {
+    let echoed = echoes().join(" | ");
+    assert!(
+        holds_a_piece_of_the_key(&echoed),
+        "the check sees the echoes"
+    );
+    let mock = MockOpenAi::start(vec![
+        Reply::answer(&format!("x = 1 # {echoed}")),
+        Reply::raw(401, &format!("{{\"error\": \"bad key {echoed}\"}}")),
+    ]);
+    let backend = || backend(&mock.api_base, Some(KEY_VARIABLE), 5.0, 0);
+    let (answer, _) = complete_within(backend(), ask("hi"), LIMIT);
+    let text = answer.unwrap().text;
+    assert!(text.starts_with("x = 1 # <redacted>"), "{text}");
+    assert!(!holds_a_piece_of_the_key(&text), "{text}");
+    let (refused, _) = complete_within(backend(), ask("hi"), LIMIT);
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("refused the key"), "{message}");
+    assert!(!holds_a_piece_of_the_key(&message), "{message}");
+}
+
+#[test]
+fn a_429_asking_for_no_wait_is_retried_at_least_a_second_apart() {
+    let limited = Reply::Raw {
+        status: 429,
+        headers: vec![("Retry-After".into(), "0".into())],
+        body: "slow down".into(),
+    };
+    let mock = MockOpenAi::start(vec![limited.clone(), limited, Reply::answer("ok")]);
+    let backend = backend(&mock.api_base, None, 5.0, 3);
+    let (result, _) = complete_within(backend, ask("hi"), LIMIT);
+    assert_eq!(result.unwrap().usage.requests, 3);
+    let log = mock.log();
+    for pair in log.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(gap >= Duration::from_millis(950), "requests {gap:?} apart");
+    }
+}
+
+#[test]
+fn a_cancel_abandons_a_request_in_flight_and_its_retries_within_seconds() {
+    let mock = MockOpenAi::start(vec![Reply::Hang]);
+    // Without the cancel, this would hold the caller for 60 s × 11 requests.
+    let backend = backend(&mock.api_base, None, 60.0, 10);
+    let request = ask("hi");
+    let _deadline = request
+        .cancel
+        .cancel_at(Instant::now() + Duration::from_millis(300));
+    let (result, took) = complete_within(backend, request, Duration::from_secs(10));
+    assert!(
+        matches!(result, Err(LlmError::Cancelled { .. })),
+        "{result:?}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(mock.log().len(), 1, "no retry after the cancel");
 }

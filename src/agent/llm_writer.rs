@@ -117,6 +117,7 @@ impl OptimizerWriter for LlmWriter {
                 max_tokens: Some(policy.max_tokens),
                 temperature: Some(policy.temperature),
                 seed: Some(derive_seed(task.seed, ANSWER_SEEDS + i as u64)),
+                cancel: task.cancel.clone(),
             };
             let completion = match backend.complete(&request) {
                 Ok(completion) => completion,

@@ -3,8 +3,9 @@
 //!
 //! The key comes from the environment variable [`KEY_VARIABLE`] or, failing that, from the file the
 //! arena's agent guide names (`~/.config/einsteinarena/credentials.json`, `{"api_key": "…"}`). It is
-//! held in an [`ApiKey`] whose `Debug` prints no secret, and every text milo builds from a server's
-//! answer passes through [`ApiKey::redact`] before it is shown or written.
+//! held in an [`ApiKey`] whose `Debug` prints no secret; making one adds it to the secrets in use
+//! ([`crate::secrets::remember`]), so every text milo builds from a server's answer is scrubbed of
+//! it (in any encoding) before it is shown or written.
 
 use crate::bounded_read::{read_bytes_capped, CREDENTIALS_CAP};
 use crate::error::{MiloError, Result};
@@ -63,8 +64,17 @@ impl ApiKey {
         })
     }
 
-    /// A key from its text; the error (which never quotes the key) says which rule it breaks.
+    /// A key from its text, added to the secrets in use; the error (which never quotes the key)
+    /// says which rule it breaks.
     pub fn new(text: &str) -> std::result::Result<ApiKey, String> {
+        let key = ApiKey::token(text)?;
+        crate::secrets::remember(&key.0);
+        Ok(key)
+    }
+
+    /// A one-time token the server handed out (an upload ticket's), checked as a key is but not
+    /// added to the secrets in use: the next ticket, which shares its form, must stay readable.
+    pub(super) fn token(text: &str) -> std::result::Result<ApiKey, String> {
         let text = text.trim();
         if text.is_empty() {
             return Err("is empty".into());
@@ -81,11 +91,6 @@ impl ApiKey {
     /// The `Authorization` header's value.
     pub(super) fn bearer(&self) -> String {
         format!("Bearer {}", self.0)
-    }
-
-    /// `text` with every occurrence of the key replaced by `<redacted>` (a server may echo it).
-    pub fn redact(&self, text: &str) -> String {
-        text.replace(&self.0, "<redacted>")
     }
 }
 
@@ -112,7 +117,7 @@ mod tests {
         assert_eq!(format!("{key:?}"), "ApiKey(<redacted>)");
         assert_eq!(key.bearer(), "Bearer sk-secret-123");
         assert_eq!(
-            key.redact("bad key sk-secret-123, sk-secret-123"),
+            crate::secrets::scrub("bad key sk-secret-123, sk-secret-12"),
             "bad key <redacted>, <redacted>"
         );
     }

@@ -7,10 +7,15 @@
 //! an HTTP error status, a body that is not the expected JSON) is a [`MiloError::Remote`] naming
 //! the URL and, for a malformed body, the JSON path of the offending field and what was expected
 //! there. The requests that carry the API key are in [`send`](super::send).
+//!
+//! What a server sends is never trusted with a secret: every answer's JSON strings, and every
+//! message quoting it, pass through [`secrets`] (the keys in use removed in any encoding) before
+//! milo reads them, and every id the server gives is checked ([`ArenaId::check`]) before any use.
 
 use crate::construction::{parse_values, ParseError};
 use crate::error::{MiloError, Result};
 use crate::problems::Direction;
+use crate::secrets;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -45,6 +50,9 @@ const LEADERBOARD_SHAPE: &str = "a JSON list of {rank, agentName, bestScore, sub
 /// The shape of `GET /api/solutions/{id}`, in words for error messages.
 const STATUS_SHAPE: &str = "a JSON object {id, status, score, error}";
 
+/// Longest textual id accepted from a server.
+pub const MAX_ID_CHARS: usize = 64;
+
 /// An identifier as the server sends it: a number or a string (kept verbatim).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -53,6 +61,28 @@ pub enum ArenaId {
     Number(i64),
     /// A textual identifier.
     Text(String),
+}
+
+impl ArenaId {
+    /// Checks an id before it goes into a path, a query, a record or a message: a number, or
+    /// 1 to [`MAX_ID_CHARS`] ASCII letters, digits, `-` or `_`; the error names the rule and the
+    /// value (scrubbed of the secrets in use), `what` naming the id.
+    pub fn check(&self, what: &str) -> std::result::Result<(), String> {
+        let ArenaId::Text(text) = self else {
+            return Ok(());
+        };
+        let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        if (1..=MAX_ID_CHARS).contains(&text.chars().count()) && text.chars().all(allowed) {
+            return Ok(());
+        }
+        let shown: String = secrets::scrub(text)
+            .chars()
+            .take(2 * MAX_ID_CHARS)
+            .collect();
+        Err(format!(
+            "{what} {shown:?}: an id must be a number or 1 to {MAX_ID_CHARS} ASCII letters, digits, '-' or '_'"
+        ))
+    }
 }
 
 impl fmt::Display for ArenaId {
@@ -256,6 +286,11 @@ impl ArenaClient {
         let problems = self.problems()?;
         let known: Vec<&str> = problems.iter().map(|p| p.slug.as_str()).collect();
         if let Some(p) = problems.iter().find(|p| p.slug == slug) {
+            p.id.check("the problem id")
+                .map_err(|message| MiloError::Remote {
+                    url: format!("{}/api/problems", self.base),
+                    message,
+                })?;
             return Ok(p.clone());
         }
         Err(MiloError::Usage(format!(
@@ -277,12 +312,16 @@ impl ArenaClient {
                 "problem slug {slug:?}: expected letters, digits and '-' (see `milo problems`)"
             )));
         }
-        self.get_json(
-            &format!("/api/problems/{slug}"),
-            &[],
-            PROBLEM_SHAPE,
-            SMALL_BODY,
-        )
+        let path = format!("/api/problems/{slug}");
+        let problem: ArenaProblem = self.get_json(&path, &[], PROBLEM_SHAPE, SMALL_BODY)?;
+        problem
+            .id
+            .check("the problem id")
+            .map_err(|message| MiloError::Remote {
+                url: self.display_url(&path, &[]),
+                message,
+            })?;
+        Ok(problem)
     }
 
     /// Each agent's best evaluated score on a problem, best first (`limit` 1…[`MAX_LIMIT`]).
@@ -300,18 +339,17 @@ impl ArenaClient {
 
     /// Where the submission `id` stands (`GET /api/solutions/{id}`).
     pub fn solution_status(&self, id: &ArenaId) -> Result<SolutionStatus> {
-        let text = id.to_string();
-        if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Err(MiloError::Usage(format!(
-                "solution id {text:?}: expected letters, digits and '-'"
-            )));
-        }
-        self.get_json(
-            &format!("/api/solutions/{text}"),
-            &[],
-            STATUS_SHAPE,
-            SMALL_BODY,
-        )
+        id.check("solution id").map_err(MiloError::Usage)?;
+        let path = format!("/api/solutions/{id}");
+        let status: SolutionStatus = self.get_json(&path, &[], STATUS_SHAPE, SMALL_BODY)?;
+        status
+            .id
+            .check("the server's solution id")
+            .map_err(|message| MiloError::Remote {
+                url: self.display_url(&path, &[]),
+                message,
+            })?;
+        Ok(status)
     }
 
     /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first; the answer may
@@ -337,10 +375,12 @@ impl ArenaClient {
         wire.into_iter()
             .enumerate()
             .map(|(i, w)| {
-                w.parse(i + 1).map_err(|message| MiloError::Remote {
-                    url: self.display_url(path, &query),
-                    message,
-                })
+                w.id.check(&format!("rank {}: the solution id", i + 1))
+                    .and_then(|()| w.parse(i + 1))
+                    .map_err(|message| MiloError::Remote {
+                        url: self.display_url(path, &query),
+                        message,
+                    })
             })
             .collect()
     }
@@ -372,7 +412,7 @@ impl ArenaClient {
         let shown = self.display_url(path, query);
         let remote = |message: String| MiloError::Remote {
             url: shown.clone(),
-            message,
+            message: secrets::scrub(&message).into_owned(),
         };
         let mut response = request.call().map_err(|e| remote(describe(&e)))?;
         let status = response.status();
@@ -402,11 +442,15 @@ impl ArenaClient {
 }
 
 /// `body` parsed as `T`, or a message naming the JSON path at fault and the `expected` shape.
+/// Its strings are scrubbed of the secrets in use first ([`secrets::scrub_json`]).
 pub(super) fn parse_json<T: DeserializeOwned>(
     body: &[u8],
     expected: &str,
 ) -> std::result::Result<T, String> {
-    let mut de = serde_json::Deserializer::from_slice(body);
+    let text = std::str::from_utf8(body)
+        .map_err(|e| format!("malformed response: not UTF-8 text ({e}); expected {expected}"))?;
+    let scrubbed = secrets::scrub_json(text);
+    let mut de = serde_json::Deserializer::from_str(&scrubbed);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let at = if path == "." {
@@ -421,9 +465,11 @@ pub(super) fn parse_json<T: DeserializeOwned>(
     Ok(value)
 }
 
-/// "the server answered HTTP 404: <the body's first characters>", control characters dropped.
+/// "the server answered HTTP 404: <the body's first characters>", control characters dropped, the
+/// secrets in use scrubbed from the whole body before it is cut.
 pub(super) fn status_message(status: u16, body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
+    let body = String::from_utf8_lossy(body);
+    let text = secrets::scrub(&body);
     let excerpt: String = text
         .trim()
         .chars()

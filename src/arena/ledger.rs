@@ -5,12 +5,14 @@
 //! it was checked against, the verdict, how it was sent, the server's answer or the failure) or a
 //! `status` (a later answer of `GET /api/solutions/{id}`). Lines are only ever appended, each
 //! written whole and synced; a torn last line (a crash mid-write) is skipped on reading. Nothing
-//! secret is written: the key never enters a record.
+//! secret is written: the key never enters a record, and each line is scrubbed of the secrets in
+//! use ([`secrets::scrub_json`]) before it is written, whatever the server sent.
 
 use super::client::{ArenaId, LeaderboardEntry};
 use super::rules::Assessment;
 use crate::bounded_read::{read_text_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result};
+use crate::secrets;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -87,7 +89,8 @@ pub fn append(path: &Path, record: &LedgerRecord) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(io)?;
     }
-    let mut line = serde_json::to_string(record).expect("a ledger record serializes");
+    let line = serde_json::to_string(record).expect("a ledger record serializes");
+    let mut line = secrets::scrub_json(&line).into_owned();
     line.push('\n');
     let mut file = std::fs::OpenOptions::new()
         .create(true)

@@ -4,7 +4,7 @@
 //!
 //! - [`client`]: the public GET requests (timeouts, error statuses) and the JSON shapes they return;
 //! - [`send`]: the requests that carry the API key (inline and blob submissions, HTTP 429);
-//! - [`api_key`]: where the key comes from, and its redaction from every message;
+//! - [`api_key`]: where the key comes from (it joins the [`crate::secrets`] in use);
 //! - [`pull`](mod@pull): saving the entries, re-verifying them, flagging disagreements, installing the
 //!   directory only when complete;
 //! - [`rules`]: what the arena will do with a submission, decided exactly before sending;

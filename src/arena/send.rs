@@ -9,11 +9,13 @@
 //! Redirects are not followed (a key stays with the host it was meant for). HTTP 429 is an
 //! [`Answer::RateLimited`] carrying the server's `Retry-After` (header, or the body's
 //! `retry_after_seconds`); 401 and 403 say the key was refused; every other failure is a
-//! [`MiloError::Remote`]. Every message is passed through [`ApiKey::redact`].
+//! [`MiloError::Remote`]. Every message is scrubbed of the secrets in use ([`secrets::scrub`]), and
+//! the submission id the server gives is checked ([`ArenaId::check`]) before any use.
 
 use super::api_key::{ApiKey, KEY_VARIABLE};
 use super::client::{describe, parse_json, status_message, ArenaClient, ArenaId};
 use crate::error::{MiloError, Result};
+use crate::secrets;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -112,7 +114,15 @@ impl ArenaClient {
             body: body.as_bytes(),
             headers: &[],
         };
-        self.send_secured(&request, "a JSON object {id, status}")
+        let answer: Answer<Submitted> =
+            self.send_secured(&request, "a JSON object {id, status}")?;
+        if let Answer::Done(submitted) = &answer {
+            submitted
+                .id
+                .check("the server's solution id")
+                .map_err(|message| MiloError::Remote { url, message })?;
+        }
+        Ok(answer)
     }
 
     /// Asks for a one-write upload ticket (`POST /api/solutions/upload-url`).
@@ -130,7 +140,7 @@ impl ArenaClient {
 
     /// Uploads `json` with `ticket`; returns the blob's URL for [`ArenaClient::submit_blob`].
     pub fn upload(&self, ticket: &UploadTicket, json: &[u8]) -> Result<String> {
-        let token = ApiKey::new(&ticket.client_token).map_err(|rule| MiloError::Remote {
+        let token = ApiKey::token(&ticket.client_token).map_err(|rule| MiloError::Remote {
             url: format!("{}/api/solutions/upload-url", self.base_url()),
             message: format!("the upload ticket's clientToken {rule}"),
         })?;
@@ -154,7 +164,7 @@ impl ArenaClient {
     }
 
     /// Sends `request`; parses a 2xx answer as `T` (described as `expected`), a 429 as
-    /// [`Answer::RateLimited`], anything else as an error with the secret redacted.
+    /// [`Answer::RateLimited`], anything else as an error scrubbed of the secrets in use.
     fn send_secured<T: serde::de::DeserializeOwned>(
         &self,
         request: &Secured,
@@ -162,8 +172,8 @@ impl ArenaClient {
     ) -> Result<Answer<T>> {
         let secret = request.secret;
         let remote = |message: String| MiloError::Remote {
-            url: secret.redact(request.url),
-            message: secret.redact(&message),
+            url: secrets::scrub(request.url).into_owned(),
+            message: secrets::scrub(&message).into_owned(),
         };
         let builder = match request.method {
             "PUT" => self.agent.put(request.url),
@@ -209,7 +219,9 @@ impl ArenaClient {
             300..=399 => Err(remote(format!(
                 "the server redirects (HTTP {status}) to {}; milo does not follow redirects \
                  with a key (check the --base-url)",
-                location.as_deref().unwrap_or("an unnamed place")
+                location
+                    .as_deref()
+                    .map_or("an unnamed place".into(), secrets::scrub)
             ))),
             _ => Err(remote(status_message(status, &body))),
         }

@@ -3,8 +3,10 @@
 //!
 //! [`check`] verifies the file exactly, reads the live problem (direction, `minImprovement`) and
 //! leaderboard, and applies the rules ([`rules::assess`]). [`send`] uploads inline below
-//! [`INLINE_LIMIT`] bytes of JSON and through a blob above it, honours HTTP 429 up to a total wait,
-//! and appends the attempt to the ledger whatever happens. [`refresh`] asks the arena for the
+//! [`INLINE_LIMIT`] bytes of JSON and through a blob above it, honours HTTP 429 (at most
+//! [`MAX_RATE_LIMITED`] times, at least [`MIN_RETRY_WAIT`] apart, within `--max-wait` of wall
+//! time, and no longer than its cancel token allows), and appends the attempt to the ledger
+//! whatever happens. [`refresh`] asks the arena for the
 //! status of pending submissions and appends what changed.
 
 use super::api_key::ApiKey;
@@ -13,19 +15,24 @@ use super::ledger::{self, LedgerRecord, StatusRecord, SubmissionRecord, Tracked}
 use super::rules::{self, Assessment};
 use super::send::{Answer, Submitted};
 use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
+use crate::cancel::CancelToken;
 use crate::construction::{read_values, to_json};
 use crate::error::{MiloError, Result};
 use crate::problems::by_slug;
 use crate::verify::{verify, Mode, Options};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Largest solution JSON sent inline; larger ones go through a blob upload (the arena refuses
 /// inline solutions over 2,000,000 characters).
 pub const INLINE_LIMIT: usize = 2_000_000;
 /// Uploads tried (each with a fresh ticket) before a blob submission gives up.
 const UPLOAD_TRIES: usize = 3;
+/// Most requests answered HTTP 429 in a row before a submission gives up.
+pub const MAX_RATE_LIMITED: usize = 20;
+/// Shortest wait after a 429, whatever the server asks (`Retry-After: 0` included).
+pub const MIN_RETRY_WAIT: Duration = Duration::from_secs(1);
 
 /// A construction checked against the live problem and leaderboard, ready to send.
 #[derive(Clone, Debug)]
@@ -132,20 +139,28 @@ pub fn check(
     })
 }
 
-/// Sends a checked construction with `key`, waiting out 429s up to `max_wait` in all, and
-/// appends the attempt to the ledger at `ledger_path` (also when it fails).
+/// How long a submission may wait out rate limits, and what stops the waiting.
+pub struct Patience<'a> {
+    /// Longest wall time from the first request to the last one's start.
+    pub max_wait: Duration,
+    /// Cancelling it ends a wait within a fraction of a second (Ctrl-C, a campaign's `--hours`).
+    pub cancel: &'a CancelToken,
+}
+
+/// Sends a checked construction with `key`, waiting out 429s as `patience` allows, and appends
+/// the attempt to the ledger at `ledger_path` (also when it fails).
 pub fn send(
     client: &ArenaClient,
     checked: &Checked,
     key: &ApiKey,
-    max_wait: Duration,
+    patience: &Patience,
     forced: bool,
     ledger_path: &Path,
 ) -> Result<Submitted> {
     let sent = if checked.upload_kind() == "blob" {
-        send_blob(client, checked, key, max_wait)
+        send_blob(client, checked, key, patience)
     } else {
-        patiently(max_wait, || {
+        patiently(patience, || {
             client.submit_inline(key, &checked.problem.id, &checked.json)
         })
     };
@@ -163,7 +178,7 @@ pub fn send(
         upload: checked.upload_kind().into(),
         solution_id: sent.as_ref().ok().map(|s| s.id.clone()),
         status: sent.as_ref().ok().and_then(|s| s.status.clone()),
-        error: sent.as_ref().err().map(|e| key.redact(&e.to_string())),
+        error: sent.as_ref().err().map(|e| e.to_string()),
     };
     ledger::append(ledger_path, &LedgerRecord::Submission(Box::new(record)))?;
     sent
@@ -174,14 +189,14 @@ fn send_blob(
     client: &ArenaClient,
     checked: &Checked,
     key: &ApiKey,
-    max_wait: Duration,
+    patience: &Patience,
 ) -> Result<Submitted> {
     let mut failure = None;
     for _ in 0..UPLOAD_TRIES {
-        let ticket = patiently(max_wait, || client.upload_ticket(key))?;
+        let ticket = patiently(patience, || client.upload_ticket(key))?;
         match client.upload(&ticket, checked.json.as_bytes()) {
             Ok(url) => {
-                return patiently(max_wait, || {
+                return patiently(patience, || {
                     client.submit_blob(key, &checked.problem.id, &url)
                 })
             }
@@ -195,33 +210,41 @@ fn send_blob(
     })
 }
 
-/// Calls `request` until it is not rate-limited, sleeping as the server asks, unless the total
-/// wait would pass `max_wait`.
-fn patiently<T>(max_wait: Duration, mut request: impl FnMut() -> Result<Answer<T>>) -> Result<T> {
-    let mut waited = Duration::ZERO;
+/// Calls `request` until it is not rate-limited, waiting as the server asks (at least
+/// [`MIN_RETRY_WAIT`]); gives up after [`MAX_RATE_LIMITED`] rate-limited answers, when the next
+/// request would start past `patience.max_wait` of wall time, or when the token is cancelled.
+fn patiently<T>(patience: &Patience, mut request: impl FnMut() -> Result<Answer<T>>) -> Result<T> {
+    let started = Instant::now();
+    let give_up = |message: String| MiloError::Remote {
+        url: "the arena".into(),
+        message,
+    };
+    let mut answered = 0;
     loop {
-        match request()? {
+        answered += 1;
+        let asked = match request()? {
             Answer::Done(value) => return Ok(value),
-            Answer::RateLimited(wait) => {
-                if waited + wait > max_wait {
-                    return Err(MiloError::Remote {
-                        url: "the arena".into(),
-                        message: format!(
-                            "rate-limited: the server asks to wait {} s more (already waited {} s; \
-                             --max-wait is {} s); try again later",
-                            wait.as_secs_f64().ceil(),
-                            waited.as_secs(),
-                            max_wait.as_secs()
-                        ),
-                    });
-                }
-                eprintln!(
-                    "milo: rate-limited; waiting {} s as the server asks",
-                    wait.as_secs_f64().ceil()
-                );
-                std::thread::sleep(wait);
-                waited += wait;
-            }
+            Answer::RateLimited(asked) => asked,
+        };
+        let wait = asked.max(MIN_RETRY_WAIT);
+        let spent = started.elapsed();
+        if answered >= MAX_RATE_LIMITED || spent + wait > patience.max_wait {
+            return Err(give_up(format!(
+                "rate-limited {answered} times in {} s: the server asks to wait {} s more \
+                 (--max-wait is {} s, at most {MAX_RATE_LIMITED} tries); try again later",
+                spent.as_secs(),
+                wait.as_secs_f64().ceil(),
+                patience.max_wait.as_secs()
+            )));
+        }
+        eprintln!(
+            "milo: rate-limited; waiting {} s as the server asks",
+            wait.as_secs_f64().ceil()
+        );
+        if !patience.cancel.wait(wait) {
+            return Err(give_up(format!(
+                "rate-limited {answered} times; stopped waiting: the run was cancelled"
+            )));
         }
     }
 }

@@ -7,9 +7,10 @@ use crate::arena::client::{
 };
 use crate::arena::ledger::{Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
-use crate::arena::submit::{check, refresh, send, Checked};
+use crate::arena::submit::{check, refresh, send, Checked, Patience};
 use crate::arena::{pull, ApiKey, ArenaClient, PullRequest};
 use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
+use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK, EXIT_WOULD_BE_DROPPED};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,7 +54,8 @@ pub struct SendArgs {
     /// the arena would discard.
     #[arg(long, env = AGENT_VARIABLE)]
     pub agent: Option<String>,
-    /// Longest total wait, in seconds, for a rate limit (HTTP 429) to pass before giving up.
+    /// Longest wall time, in seconds, spent retrying while rate-limited (HTTP 429) before giving
+    /// up (at most 20 tries, at least 1 s apart).
     #[arg(long, value_name = "SECONDS", default_value_t = 900,
           value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub max_wait: u64,
@@ -248,8 +250,12 @@ pub fn submit_checked(
         )?;
         return Ok(if kept { EXIT_OK } else { EXIT_WOULD_BE_DROPPED });
     };
-    let max_wait = Duration::from_secs(sending.max_wait);
-    let submitted = send(client, checked, key, max_wait, sending.force, ledger)?;
+    // No Ctrl-C handler here: Ctrl-C ends the command at once, a request in flight included.
+    let patience = Patience {
+        max_wait: Duration::from_secs(sending.max_wait),
+        cancel: &CancelToken::new(),
+    };
+    let submitted = send(client, checked, key, &patience, sending.force, ledger)?;
     out!(
         "sent ({}): solution id {}, status {}; recorded in {} (follow with `milo arena status {} --ledger {}`)",
         checked.upload_kind(),

@@ -98,6 +98,8 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         return Err(MiloError::Usage("--jobs must be at least 1".into()));
     }
     let cancel = super::cancel_on_ctrl_c();
+    // Stops the offers' rate-limit waits too: Ctrl-C and the search's --hours cancel it.
+    let offers_cancel = cancel.clone();
     let timeout = Duration::from_secs(args.server.timeout);
     let (mut campaign, mut search) = match &args.resume {
         Some(dir) => {
@@ -126,11 +128,12 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         let mut observer = CampaignObserver {
             status: SearchStatus::new(&search, args.verbose, false),
             campaign: &mut campaign,
+            cancel: &offers_cancel,
         };
         search.run(&mut observer)?
     };
     summarise(&search, stop)?;
-    let last = campaign.offer();
+    let last = campaign.offer(&offers_cancel);
     report_offer(&last)?;
     let index = write_report(campaign.dir(), &campaign.dir().join("report"))?;
     out!(
@@ -235,6 +238,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
 struct CampaignObserver<'a> {
     status: SearchStatus,
     campaign: &'a mut Campaign,
+    cancel: &'a CancelToken,
 }
 
 impl SearchObserver for CampaignObserver<'_> {
@@ -259,7 +263,7 @@ impl SearchObserver for CampaignObserver<'_> {
         // A failed offer (the server down, a rate limit past --max-wait) does not stop the
         // search: it is said, and the next round offers again.
         // Standard output gone: the search goes on; the end says it.
-        let offer = self.campaign.offer();
+        let offer = self.campaign.offer(self.cancel);
         let _ = self.status.suspend(|| report_offer(&offer));
     }
 }

@@ -185,6 +185,9 @@ pub fn run() -> i32 {
 /// of standard error).
 pub fn execute(cli: Cli) -> i32 {
     QUIET.store(cli.quiet, Ordering::Relaxed);
+    // The arena key, when the environment holds one, is a secret in use for every command (a
+    // model run by `evolve` may read the environment and echo it).
+    crate::secrets::remember_variable(crate::arena::api_key::KEY_VARIABLE);
     let outcome = match cli.command {
         Command::Problems(args) => problems::run(&args),
         Command::Verify(args) => verify::run(&args),
@@ -210,12 +213,13 @@ pub fn execute(cli: Cli) -> i32 {
 /// The name standard output goes by in write errors.
 const STDOUT: &str = "standard output";
 
-/// Writes one line on standard output (the body of [`out!`]); a failure is a
-/// [`MiloError::Write`] on standard output.
+/// Writes one line on standard output (the body of [`out!`]), scrubbed of the secrets in use; a
+/// failure is a [`MiloError::Write`] on standard output.
 fn write_line(args: std::fmt::Arguments) -> Result<()> {
+    let line = args.to_string();
     let mut stdout = std::io::stdout().lock();
     stdout
-        .write_fmt(args)
+        .write_all(crate::secrets::scrub(&line).as_bytes())
         .and_then(|()| stdout.write_all(b"\n"))
         .and_then(|()| stdout.flush())
         .map_err(crate::error::write_error(Path::new(STDOUT)))
@@ -228,9 +232,10 @@ fn is_closed_stdout(err: &MiloError) -> bool {
         if path == Path::new(STDOUT) && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Prints an error on one line of standard error and returns its exit code.
+/// Prints an error on one line of standard error (scrubbed of the secrets in use) and returns its
+/// exit code.
 fn report(err: &MiloError) -> i32 {
-    eprintln!("milo: {err}");
+    eprintln!("milo: {}", crate::secrets::scrub(&err.to_string()));
     err.exit_code()
 }
 

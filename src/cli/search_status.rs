@@ -146,6 +146,7 @@ impl SearchStatus {
 
     /// Writes a detail line to the log (and to the terminal with `--verbose`).
     fn detail(&mut self, line: String) {
+        let line = crate::secrets::scrub(&line).into_owned();
         if let Some(log) = &mut self.log {
             if let Err(e) = writeln!(log, "{line}") {
                 self.line.println(&format!(

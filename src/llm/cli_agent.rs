@@ -5,15 +5,16 @@
 //! conversation.
 //! Placeholders in `argv`: `{prompt}` (the conversation's text), `{prompt_file}` (the path of
 //! `PROMPT.md`), `{workdir}` (the directory). The agent runs through [`crate::subprocess`] in its
-//! own process group, killed whole at the timeout ([`LlmError::Timeout`]) and when it exits. A
+//! own process group, killed whole at the timeout ([`LlmError::Timeout`]), when the request's
+//! token is cancelled ([`LlmError::Cancelled`]) and when it exits. A
 //! non-zero exit is [`LlmError::Unavailable`] with the tail of its standard error; an answer that
 //! cannot be read per [`CliOutput`] is [`LlmError::Unusable`]. Its standard output and error are
-//! kept (capped) as the completion's transcript.
+//! kept (capped) as the completion's transcript. The answer, the transcript and every error are
+//! scrubbed of the secrets in use (the agent sees the environment and may echo a key).
 
 use super::{
     excerpt, BackendConfig, ChatBackend, ChatRequest, Completion, LlmError, Speaker, Usage,
 };
-use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result as MiloResult};
 use crate::subprocess::{self, Finished, Kill, Limits};
 use serde::{Deserialize, Serialize};
@@ -121,7 +122,7 @@ impl CliAgent {
             stderr_cap: STDERR_CAP,
             ..Limits::wall(Duration::from_secs_f64(self.timeout_seconds))
         };
-        subprocess::run(command, &limits, &CancelToken::new())
+        subprocess::run(command, &limits, &request.cancel)
             .map_err(|e| self.unavailable(format!("cannot start '{}': {e}", self.argv[0])))
     }
 
@@ -140,6 +141,11 @@ impl CliAgent {
                 return Err(LlmError::Timeout {
                     backend: self.name.clone(),
                     seconds: self.timeout_seconds,
+                })
+            }
+            Some(Kill::Cancelled) => {
+                return Err(LlmError::Cancelled {
+                    backend: self.name.clone(),
                 })
             }
             Some(kill) => {
@@ -176,6 +182,15 @@ impl ChatBackend for CliAgent {
     }
 
     fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.complete_in_a_fresh_directory(request)
+            .map(Completion::scrubbed)
+            .map_err(LlmError::scrubbed)
+    }
+}
+
+impl CliAgent {
+    /// Runs the agent on `request` in a fresh work directory, removed afterwards.
+    fn complete_in_a_fresh_directory(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let dir = tempfile::Builder::new()
             .prefix("milo-agent-")
             .tempdir()

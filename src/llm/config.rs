@@ -61,7 +61,8 @@ pub enum BackendConfig {
         /// Seconds one request may take.
         #[serde(default = "default_http_timeout")]
         timeout_seconds: f64,
-        /// Retries after a 429, a 5xx, a timeout or a dropped connection (with backoff).
+        /// Retries after a 429, a 5xx, a timeout or a dropped connection (with backoff), at
+        /// most [`MAX_RETRIES`].
         #[serde(default = "default_retries")]
         retries: u32,
         /// Most completion tokens one request asks for: a role asking for more is clamped to
@@ -97,6 +98,10 @@ fn default_http_timeout() -> f64 {
 fn default_retries() -> u32 {
     3
 }
+/// Most retries a backend may ask for: each retry waits at least [`super::openai::MIN_WAIT`] and
+/// may take the whole timeout, so more would hold a run for hours without an answer.
+pub const MAX_RETRIES: u32 = 10;
+
 fn default_cli_timeout() -> f64 {
     900.0
 }
@@ -163,6 +168,17 @@ impl AgentsConfig {
         };
         let config: AgentsConfig = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
         config.check().map_err(malformed)?;
+        // The keys the backends will send are secrets in use from now on: a CLI agent (or a
+        // model) may echo any of them.
+        for backend in &config.backends {
+            if let BackendConfig::Openai {
+                api_key_env: Some(variable),
+                ..
+            } = backend
+            {
+                crate::secrets::remember_variable(variable);
+            }
+        }
         Ok(config)
     }
 
@@ -188,6 +204,13 @@ impl AgentsConfig {
                 return Err(format!(
                     "backend '{name}': weight must be a positive number, got {weight}"
                 ));
+            }
+            if let BackendConfig::Openai { retries, .. } = backend {
+                if *retries > MAX_RETRIES {
+                    return Err(format!(
+                        "backend '{name}': retries must be at most {MAX_RETRIES}, got {retries}"
+                    ));
+                }
             }
             if let BackendConfig::Openai {
                 max_tokens: Some(0),
@@ -329,5 +352,8 @@ backends = ["local", "claude"]
         assert!(e.contains("argv"), "{e}");
         let e = refuse(&FILE.replace("model = \"m\"", "model = \"m\"\nmax_tokens = 0"));
         assert!(e.contains("max_tokens") && e.contains("got 0"), "{e}");
+        let e = refuse(&FILE.replace("model = \"m\"", "model = \"m\"\nretries = 4294967295"));
+        assert!(e.contains("retries") && e.contains("got 4294967295"), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
     }
 }

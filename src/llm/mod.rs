@@ -11,7 +11,9 @@
 //!
 //! [`config`] reads the agents file (`milo evolve --agents FILE`): the backends and, for each
 //! role, the weighted pool ([`ModelPool`]) it draws from. Keys never appear in it, in records,
-//! in logs or in errors: only the *name* of the variable holding one.
+//! in logs or in errors: only the *name* of the variable holding one. Every answer and error a
+//! backend returns is scrubbed of the secrets in use ([`Completion::scrubbed`],
+//! [`LlmError::scrubbed`]): a model or its server may echo a key.
 
 pub mod cli_agent;
 pub mod config;
@@ -22,6 +24,7 @@ pub mod scripted;
 pub use config::{AgentsConfig, BackendConfig, RoleConfig};
 pub use pool::ModelPool;
 
+use crate::cancel::CancelToken;
 use serde::{Deserialize, Serialize};
 use std::ops::AddAssign;
 
@@ -80,7 +83,7 @@ pub struct Attachment {
 }
 
 /// What an agent asks a model.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// The conversation so far, oldest first.
     pub messages: Vec<ChatMessage>,
@@ -97,6 +100,10 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     /// Sampling seed, passed to backends that take one.
     pub seed: Option<u64>,
+    /// Cancelling it abandons the request (a request in flight included) and every retry: the
+    /// run's Ctrl-C and `--hours` token.
+    #[serde(skip)]
+    pub cancel: CancelToken,
 }
 
 /// Tokens (and dollars, where the backend reports them) spent.
@@ -168,6 +175,19 @@ pub struct Completion {
     pub transcript: Option<String>,
 }
 
+impl Completion {
+    /// The completion with its text and transcript scrubbed of the secrets in use.
+    pub fn scrubbed(self) -> Completion {
+        Completion {
+            text: crate::secrets::scrub(&self.text).into_owned(),
+            transcript: self
+                .transcript
+                .map(|t| crate::secrets::scrub(&t).into_owned()),
+            ..self
+        }
+    }
+}
+
 /// Why a backend gave no answer. Messages never hold a key.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LlmError {
@@ -197,6 +217,12 @@ pub enum LlmError {
         /// What was wrong.
         message: String,
     },
+    /// The request was abandoned: the run was cancelled (Ctrl-C, or its `--hours` ran out).
+    #[error("{backend}: abandoned, the run was cancelled")]
+    Cancelled {
+        /// The backend's name.
+        backend: String,
+    },
     /// The backend could not be reached or started (connection refused, missing executable,
     /// missing key variable…).
     #[error("{backend}: {message}")]
@@ -206,6 +232,33 @@ pub enum LlmError {
         /// What failed.
         message: String,
     },
+}
+
+impl LlmError {
+    /// The error with its message scrubbed of the secrets in use.
+    pub fn scrubbed(self) -> LlmError {
+        let scrub = |text: String| crate::secrets::scrub(&text).into_owned();
+        match self {
+            LlmError::Status {
+                backend,
+                status,
+                message,
+            } => LlmError::Status {
+                backend,
+                status,
+                message: scrub(message),
+            },
+            LlmError::Unusable { backend, message } => LlmError::Unusable {
+                backend,
+                message: scrub(message),
+            },
+            LlmError::Unavailable { backend, message } => LlmError::Unavailable {
+                backend,
+                message: scrub(message),
+            },
+            other @ (LlmError::Timeout { .. } | LlmError::Cancelled { .. }) => other,
+        }
+    }
 }
 
 /// A language model, or an agent built on one, that answers chat requests.

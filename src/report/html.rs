@@ -105,17 +105,20 @@ pub struct Page {
     refresh: Option<u32>,
 }
 
-/// Text with `&`, `<`, `>` and `"` escaped.
+/// Text scrubbed of the secrets in use, with `&`, `<`, `>` and `"` escaped.
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
+    crate::secrets::scrub(text)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-/// JSON text safe inside a `<script>` element (no `<`, `>` or `&` that could close it).
+/// JSON text scrubbed of the secrets in use, safe inside a `<script>` element (no `<`, `>` or `&`
+/// that could close it).
 fn script_json(json: &str) -> String {
-    json.replace('<', "\\u003c")
+    crate::secrets::scrub_json(json)
+        .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")
 }

@@ -78,6 +78,33 @@ pub fn milo(args: &[&str]) -> Run {
     }
 }
 
+/// Runs the `milo` binary with arguments and extra environment variables, killed if it has not
+/// ended within `limit` (then `None`).
+pub fn milo_within(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> Option<Run> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("milo runs");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("milo can be waited for").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("milo's output");
+    Some(Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
 /// Whether python3 with numpy (and scipy) can run the reference scripts; a skip note otherwise.
 pub fn python_ready(test: &str) -> bool {
     let ok = Command::new("python3")

@@ -3,16 +3,21 @@
 //!
 //! - **Key.** The environment variable named by `api_key_env` is read at each request and sent
 //!   as `Authorization: Bearer …`; a missing variable is an [`LlmError::Unavailable`] naming the
-//!   variable. The key is never held by the backend, and every text built from a server's
-//!   answer has it replaced by `<redacted>` (a server may echo the header back).
+//!   variable. The key is never held by the backend; reading it adds it to the secrets in use,
+//!   and the answer and every error are scrubbed of them ([`crate::secrets`]: a server may echo
+//!   the header back, in any encoding).
 //! - **Timeout.** Each request (connecting, sending, the whole answer) has the configured
 //!   timeout; a request that runs out of it is retried, and the last one ends as
-//!   [`LlmError::Timeout`].
+//!   [`LlmError::Timeout`]. All requests for one answer, and the waits between them, end
+//!   within `timeout × (retries + 1) + MAX_WAIT × retries`, whatever the server does.
 //! - **Retries.** A 429, a 5xx, a timeout or a refused, reset or dropped connection is retried
-//!   up to `retries` times. The wait before retry `k` (from 1) is the answer's `Retry-After`
-//!   seconds when it names them (an HTTP date is not read), else 0.5 s · 2^(k-1); either is
-//!   capped at [`MAX_WAIT`]. There is no jitter, so waits are reproducible. Other 4xx answers,
+//!   up to `retries` times (at most [`MAX_RETRIES`], checked on reading the agents file). The
+//!   wait before retry `k` (from 1) is the answer's `Retry-After` seconds when it names them
+//!   (an HTTP date is not read), else 1 s · 2^(k-1); either is at least [`MIN_WAIT`] and at
+//!   most [`MAX_WAIT`]. There is no jitter, so waits are reproducible. Other 4xx answers,
 //!   redirects (not followed) and unusable answers are not retried.
+//! - **Cancellation.** The request's token ([`ChatRequest::cancel`]) abandons a request in
+//!   flight and every wait within a fraction of a second ([`LlmError::Cancelled`]).
 //! - **Answers.** The body is read up to [`ANSWER_CAP`] bytes. The text is
 //!   `choices[0].message.content`; the tokens are `usage.prompt_tokens` and
 //!   `usage.completion_tokens`, counted 0 when the server reports no usage. Malformed or
@@ -21,23 +26,29 @@
 
 mod wire;
 
+use super::config::MAX_RETRIES;
 use super::{BackendConfig, ChatBackend, ChatRequest, Completion, LlmError, Usage};
+use crate::cancel::Abandoned;
 use crate::error::{MiloError, Result as MiloResult};
 use std::fmt;
 use std::io::ErrorKind;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Largest answer body read (a longer one is refused before it is all read).
 pub const ANSWER_CAP: u64 = 16 * 1024 * 1024;
 /// Longest wait between two requests, whatever `Retry-After` asks.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// Shortest wait between two requests, whatever `Retry-After` asks (`Retry-After: 0` included).
+pub const MIN_WAIT: Duration = Duration::from_secs(1);
 /// The wait before the first retry when the server names none; it doubles with each retry.
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const FIRST_BACKOFF: Duration = MIN_WAIT;
 /// Characters of an error answer's body quoted in a message.
 const EXCERPT_CHARS: usize = 200;
 
 /// An OpenAI-compatible endpoint. Its `Debug` shows the configuration (never a key: the
 /// backend holds only the variable's name).
+#[derive(Clone)]
 pub struct OpenAiBackend {
     name: String,
     url: String,
@@ -64,8 +75,8 @@ impl fmt::Debug for OpenAiBackend {
 
 impl OpenAiBackend {
     /// The backend `config` (a [`BackendConfig::Openai`]) describes; a usage error for another
-    /// kind, an `api_base` that is not an `http://` or `https://` URL with a host, or a
-    /// timeout that is not a positive number of seconds.
+    /// kind, an `api_base` that is not an `http://` or `https://` URL with a host, a timeout
+    /// that is not a positive number of seconds, or more than [`MAX_RETRIES`] retries.
     pub fn new(config: &BackendConfig) -> MiloResult<OpenAiBackend> {
         let BackendConfig::Openai {
             name,
@@ -100,6 +111,11 @@ impl OpenAiBackend {
                     "backend '{name}': timeout_seconds must be a positive number, got {timeout_seconds}"
                 ))
             })?;
+        if *retries > MAX_RETRIES {
+            return Err(MiloError::Usage(format!(
+                "backend '{name}': retries must be at most {MAX_RETRIES}, got {retries}"
+            )));
+        }
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -142,6 +158,7 @@ impl OpenAiBackend {
                 "holds characters an HTTP header cannot carry (printable ASCII without spaces)",
             ));
         }
+        crate::secrets::remember(value);
         Ok(Some(Key(value.to_string())))
     }
 
@@ -151,7 +168,7 @@ impl OpenAiBackend {
         if let Some(key) = key {
             request = request.header("Authorization", format!("Bearer {}", key.0));
         }
-        let mut response = request.send(body).map_err(|e| self.transport(&e, key))?;
+        let mut response = request.send(body).map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -163,11 +180,11 @@ impl OpenAiBackend {
             .with_config()
             .limit(ANSWER_CAP)
             .read_to_vec()
-            .map_err(|e| self.transport(&e, key))?;
+            .map_err(|e| self.transport(&e))?;
         if (200..300).contains(&status) {
             return Ok(body);
         }
-        let excerpt = redact(&excerpt(&body), key);
+        let excerpt = excerpt(&body);
         let message = match status {
             401 | 403 => match &self.key_variable {
                 Some(variable) => format!("the server refused the key in {variable}{excerpt}"),
@@ -189,10 +206,10 @@ impl OpenAiBackend {
     }
 
     /// A transport error as a failure: timeouts and lost connections are transient.
-    fn transport(&self, error: &ureq::Error, key: Option<&Key>) -> Failure {
+    fn transport(&self, error: &ureq::Error) -> Failure {
         let unavailable = |message: String| LlmError::Unavailable {
             backend: self.name.clone(),
-            message: redact(&format!("{}: {message}", self.url), key),
+            message: format!("{}: {message}", self.url),
         };
         let transient = |error: LlmError| Failure::Transient {
             error,
@@ -220,7 +237,7 @@ impl OpenAiBackend {
             ureq::Error::Protocol(_) | ureq::Error::Decompress(..) => {
                 Failure::Final(LlmError::Unusable {
                     backend: self.name.clone(),
-                    message: redact(&format!("not a readable HTTP answer: {error}"), key),
+                    message: format!("not a readable HTTP answer: {error}"),
                 })
             }
             ureq::Error::HostNotFound => Failure::Final(unavailable("host not found".into())),
@@ -235,25 +252,54 @@ impl ChatBackend for OpenAiBackend {
     }
 
     fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.complete_with_retries(request)
+            .map(Completion::scrubbed)
+            .map_err(LlmError::scrubbed)
+    }
+}
+
+impl OpenAiBackend {
+    /// Asks until an answer, a final failure, the last retry, the overall time limit
+    /// (`timeout × (retries + 1) + MAX_WAIT × retries`) or a cancel of the request's token.
+    fn complete_with_retries(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let key = self.key()?;
-        let body = wire::request_body(&self.model, request, self.max_tokens);
+        let body = Arc::new(wire::request_body(&self.model, request, self.max_tokens));
+        let retries = self.retries;
+        let limit = self.timeout.saturating_mul(retries + 1) + MAX_WAIT.saturating_mul(retries);
+        let deadline = Instant::now() + limit;
+        let cancelled = || LlmError::Cancelled {
+            backend: self.name.clone(),
+        };
         let mut requests: u32 = 0;
         let answer = loop {
             requests += 1;
-            match self.attempt(&body, key.as_ref()) {
-                Ok(answer) => break answer,
-                Err(Failure::Final(error)) => return Err(error),
-                Err(Failure::Transient { error, retry_after }) => {
-                    if requests > self.retries {
-                        return Err(error);
-                    }
-                    std::thread::sleep(wait(requests, retry_after));
+            let (backend, body, key) = (self.clone(), Arc::clone(&body), key.clone());
+            let outcome = request
+                .cancel
+                .run_until(Some(deadline), move || backend.attempt(&body, key.as_ref()));
+            let (error, retry_after) = match outcome {
+                Ok(Ok(answer)) => break answer,
+                Ok(Err(Failure::Final(error))) => return Err(error),
+                Ok(Err(Failure::Transient { error, retry_after })) => (error, retry_after),
+                Err(Abandoned::Cancelled) => return Err(cancelled()),
+                Err(Abandoned::Deadline) => {
+                    return Err(LlmError::Timeout {
+                        backend: self.name.clone(),
+                        seconds: limit.as_secs_f64(),
+                    })
                 }
+            };
+            let pause = wait(requests, retry_after);
+            if requests > retries || Instant::now() + pause >= deadline {
+                return Err(error);
+            }
+            if !request.cancel.wait(pause) {
+                return Err(cancelled());
             }
         };
         let answer = wire::parse_answer(&answer).map_err(|message| LlmError::Unusable {
             backend: self.name.clone(),
-            message: redact(&message, key.as_ref()),
+            message,
         })?;
         Ok(Completion {
             text: answer.text,
@@ -282,19 +328,12 @@ enum Failure {
 }
 
 /// An API key read for one call; its `Debug` shows no secret.
+#[derive(Clone)]
 struct Key(String);
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("Key(<redacted>)")
-    }
-}
-
-/// `text` with the key replaced by `<redacted>`.
-fn redact(text: &str, key: Option<&Key>) -> String {
-    match key {
-        Some(key) => text.replace(&key.0, "<redacted>"),
-        None => text.to_string(),
     }
 }
 
@@ -318,12 +357,12 @@ fn retry_after(header: &str) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(seconds.min(MAX_WAIT.as_secs_f64())))
 }
 
-/// The wait before retry number `retry` (from 1): the server's, else the doubling backoff,
-/// capped at [`MAX_WAIT`].
+/// The wait before retry number `retry` (from 1): the server's, else the doubling backoff, at
+/// least [`MIN_WAIT`] and at most [`MAX_WAIT`].
 fn wait(retry: u32, server: Option<Duration>) -> Duration {
     server
         .unwrap_or_else(|| FIRST_BACKOFF.saturating_mul(2u32.saturating_pow(retry - 1)))
-        .min(MAX_WAIT)
+        .clamp(MIN_WAIT, MAX_WAIT)
 }
 
 /// `": "` and the start of an error answer's body (control characters dropped), or nothing
@@ -347,11 +386,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn waits_double_from_half_a_second_unless_the_server_names_one_and_are_capped() {
+    fn waits_double_from_a_second_unless_the_server_names_one_and_are_bounded() {
         let ms = |retry, server| wait(retry, server).as_millis();
-        assert_eq!([ms(1, None), ms(2, None), ms(3, None)], [500, 1000, 2000]);
+        assert_eq!([ms(1, None), ms(2, None), ms(3, None)], [1000, 2000, 4000]);
         assert_eq!(ms(40, None), MAX_WAIT.as_millis());
-        assert_eq!(ms(3, retry_after(" 1 ")), 1000);
+        assert_eq!(ms(3, retry_after(" 2 ")), 2000);
+        assert_eq!(
+            ms(1, retry_after("0")),
+            MIN_WAIT.as_millis(),
+            "a floor on the wait"
+        );
         assert_eq!(retry_after("0.25"), Some(Duration::from_millis(250)));
         assert_eq!(retry_after("86400"), Some(MAX_WAIT));
         assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
@@ -359,13 +403,9 @@ mod tests {
     }
 
     #[test]
-    fn a_key_is_redacted_and_never_debug_printed() {
+    fn a_key_is_never_debug_printed_and_excerpts_are_one_line() {
         let key = Key("sk-sentinel".into());
         assert_eq!(format!("{key:?}"), "Key(<redacted>)");
-        assert_eq!(
-            redact("Bearer sk-sentinel!", Some(&key)),
-            "Bearer <redacted>!"
-        );
         assert_eq!(excerpt(b"  \n"), "");
         assert_eq!(excerpt(b"bad\nkey"), ": badkey");
     }

@@ -230,6 +230,7 @@ mod tests {
             max_tokens: Some(100),
             temperature: None,
             seed: Some(u64::MAX),
+            ..ChatRequest::default()
         };
         let body = |cap| -> serde_json::Value {
             serde_json::from_slice(&request_body("m", &request, cap)).unwrap()

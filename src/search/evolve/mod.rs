@@ -312,7 +312,7 @@ impl Search {
         let all: Vec<String> = self.slots.iter().map(|s| s.id.clone()).collect();
         let orchestrator = self.parts.orchestrator.as_ref();
         let seen = self.state.without_validation();
-        let consultation = orchestrator.consult(&seen, round, patience, &names, &all);
+        let consultation = orchestrator.consult(&seen, round, patience, &names, &all, &self.cancel);
         if !consultation.usage.is_zero() || !consultation.rejected.is_empty() {
             let record = ConsultationRecord {
                 round,

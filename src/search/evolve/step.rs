@@ -334,6 +334,7 @@ impl Search {
             },
             seed: rng.gen(),
             cost: config.cost,
+            cancel: self.cancel.clone(),
         };
         // Dry run: a proposal that would make the agent behave as under the parent (on the
         // evidence of the parent's latest run) is re-proposed with a fresh seed, a few times.

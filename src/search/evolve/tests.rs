@@ -166,6 +166,7 @@ impl Orchestrator for RecordingOrchestrator {
         _patience: usize,
         _mutators: &[&str],
         _all_search_slots: &[String],
+        _cancel: &CancelToken,
     ) -> Consultation {
         // Validation is held out: it never reaches the orchestrator.
         assert!(

@@ -34,6 +34,7 @@ impl Mutator for Blind {
             rejected: ctx.rejected,
             seed: ctx.seed,
             cost: ctx.cost,
+            cancel: ctx.cancel.clone(),
         };
         let inner: &dyn Mutator = if ctx.seed.is_multiple_of(2) {
             &Tuner

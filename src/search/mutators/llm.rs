@@ -63,6 +63,7 @@ impl Mutator for LlmMutator {
             ],
             max_tokens: Some(ANSWER_TOKENS),
             seed: Some(ctx.seed),
+            cancel: ctx.cancel.clone(),
             ..ChatRequest::default()
         };
         let mut usage = Usage::default();

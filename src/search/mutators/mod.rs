@@ -29,6 +29,7 @@ pub mod tuner;
 use super::evaluation::CostMeasure;
 use super::hypervolume::Fitness;
 use super::lineage::NodeRecord;
+use crate::cancel::CancelToken;
 use crate::harness::{EditKind, Evidence, Harness};
 use crate::llm::Usage;
 use rand::distributions::{Distribution, WeightedIndex};
@@ -52,6 +53,8 @@ pub struct MutationContext<'a> {
     pub seed: u64,
     /// The run's cost measure: the unit of every cost and latency the mutator reads.
     pub cost: CostMeasure,
+    /// The run's token: cancelling it abandons a model's request in flight.
+    pub cancel: CancelToken,
 }
 
 /// A proposed child harness with the diagnosis that motivated it.
@@ -514,6 +517,7 @@ pub(crate) mod fixtures {
             rejected,
             seed,
             cost: CostMeasure::Counted,
+            cancel: CancelToken::new(),
         }
     }
 
@@ -535,6 +539,7 @@ pub(crate) mod fixtures {
                 rejected: &rejected,
                 seed: 7,
                 cost: CostMeasure::Counted,
+                cancel: CancelToken::new(),
             };
             let Ok(p) = mutator.propose(&ctx) else {
                 break;

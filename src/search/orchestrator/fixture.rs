@@ -1,6 +1,7 @@
 //! Test fixtures of the orchestrator's tests: a lineage built record by record.
 
 use super::*;
+use crate::cancel::CancelToken;
 use crate::search::admission::Verdict;
 use crate::search::evaluation::{CostMeasure, Evaluation, Quality, TaskResult};
 use crate::search::hypervolume::Fitness;
@@ -151,7 +152,14 @@ impl Lineage {
 pub(super) fn consult(state: &SearchState, patience: usize, tasks: &[&str]) -> Vec<EventRecord> {
     let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
     BuiltinOrchestrator
-        .consult(state, state.rounds_done + 1, patience, &POOL, &tasks)
+        .consult(
+            state,
+            state.rounds_done + 1,
+            patience,
+            &POOL,
+            &tasks,
+            &CancelToken::new(),
+        )
         .events
 }
 

@@ -12,6 +12,7 @@
 //! spent (a [`crate::search::lineage::ConsultationRecord`]).
 
 use super::{gains, quality, show, BuiltinOrchestrator, Consultation, Orchestrator, MAX_MOVES};
+use crate::cancel::CancelToken;
 use crate::llm::{excerpt, ChatMessage, ChatRequest, ModelPool, Speaker};
 use crate::runner::derive_seed;
 use crate::search::lineage::{EventRecord, Move};
@@ -61,6 +62,7 @@ impl Orchestrator for LlmOrchestrator {
         patience: usize,
         mutators: &[&str],
         all_search_slots: &[String],
+        cancel: &CancelToken,
     ) -> Consultation {
         let run_seed = state.config.as_ref().map_or(0, |c| c.seed);
         let seed = derive_seed(derive_seed(run_seed, round as u64), STREAM);
@@ -75,6 +77,7 @@ impl Orchestrator for LlmOrchestrator {
             ],
             max_tokens: Some(ANSWER_TOKENS),
             seed: Some(seed),
+            cancel: cancel.clone(),
             ..ChatRequest::default()
         };
         let mut consultation = Consultation {
@@ -106,7 +109,7 @@ impl Orchestrator for LlmOrchestrator {
             .rejected
             .push(format!("{refusal}; the built-in rule decided instead"));
         consultation.events = BuiltinOrchestrator
-            .consult(state, round, patience, mutators, all_search_slots)
+            .consult(state, round, patience, mutators, all_search_slots, cancel)
             .events;
         consultation
     }
@@ -354,7 +357,14 @@ mod tests {
     fn ask(reply: Result<String, LlmError>, state: &SearchState) -> Consultation {
         let tasks = ["t0".to_string(), "t1".to_string()];
         let (o, _) = orchestrator(reply);
-        o.consult(state, state.rounds_done + 1, 3, &POOL, &tasks)
+        o.consult(
+            state,
+            state.rounds_done + 1,
+            3,
+            &POOL,
+            &tasks,
+            &CancelToken::new(),
+        )
     }
 
     #[test]
@@ -368,7 +378,7 @@ mod tests {
   {"kind": "graft", "from": 0, "into": 1, "node": "n0000", "diagnosis": "share the seed"}
 ]}"#
         .into()));
-        let c = o.consult(&state, 4, 3, &POOL, &tasks);
+        let c = o.consult(&state, 4, 3, &POOL, &tasks, &CancelToken::new());
         assert!(c.rejected.is_empty(), "{:?}", c.rejected);
         assert_eq!(c.events.len(), 2);
         assert_eq!(

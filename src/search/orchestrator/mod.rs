@@ -29,6 +29,7 @@ use super::lineage::{EventRecord, Move, NodeRecord};
 use super::round_tasks::slot_of;
 use super::similarity::similarity;
 use super::state::SearchState;
+use crate::cancel::CancelToken;
 use crate::llm::Usage;
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
@@ -75,7 +76,7 @@ pub trait Orchestrator: Send + Sync {
     /// rounds (see [`should_consult`]). Returns at most two moves, each an [`EventRecord`] with
     /// its diagnosis and the given `round`, with what deciding them cost. `mutators` is the
     /// pool's names in order; `all_search_slots` the suite's search slot ids (see
-    /// [`crate::search::round_tasks`]).
+    /// [`crate::search::round_tasks`]); cancelling `cancel` abandons a model's request in flight.
     fn consult(
         &self,
         state: &SearchState,
@@ -83,6 +84,7 @@ pub trait Orchestrator: Send + Sync {
         patience: usize,
         mutators: &[&str],
         all_search_slots: &[String],
+        cancel: &CancelToken,
     ) -> Consultation;
 }
 
@@ -109,6 +111,7 @@ impl Orchestrator for BuiltinOrchestrator {
         patience: usize,
         mutators: &[&str],
         all_search_slots: &[String],
+        _cancel: &CancelToken,
     ) -> Consultation {
         Consultation::moves(builtin_moves(
             state,
