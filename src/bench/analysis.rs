@@ -2,7 +2,8 @@
 //! runs identical but for the seed land), the verdict per pair of methods, and the ladder.
 //!
 //! A difference between two methods counts only when it is larger than both methods' null bands
-//! in the first batch *and*, with the same sign, in the independent re-run with fresh seeds.
+//! (and than the problem's minimum improvement, the arena's threshold) in the first batch *and*,
+//! with the same sign, in the independent re-run with fresh seeds.
 
 use super::results::{
     Batch, BenchResults, Interval, LadderRung, MethodSummary, PairVerdict, RunSummary,
@@ -81,10 +82,16 @@ pub fn summarise_method(runs: &[RunSummary], method: &str) -> MethodSummary {
     }
 }
 
-/// The verdict on methods `a` and `b`.
-pub fn verdict(direction: Direction, a: &MethodSummary, b: &MethodSummary) -> PairVerdict {
+/// The verdict on methods `a` and `b`; a difference of at most `threshold` (the problem's
+/// minimum improvement) never counts, whatever the bands.
+pub fn verdict(
+    direction: Direction,
+    threshold: f64,
+    a: &MethodSummary,
+    b: &MethodSummary,
+) -> PairVerdict {
     let first = direction.gain(a.best.mean, b.best.mean);
-    let band = a.null_band.max(b.null_band);
+    let band = a.null_band.max(b.null_band).max(threshold);
     let rerun = a
         .rerun_best
         .zip(b.rerun_best)
@@ -92,7 +99,7 @@ pub fn verdict(direction: Direction, a: &MethodSummary, b: &MethodSummary) -> Pa
     let rerun_band = a
         .rerun_null_band
         .zip(b.rerun_null_band)
-        .map(|(x, y)| x.max(y));
+        .map(|(x, y)| x.max(y).max(threshold));
     let winner = if first > 0.0 { &a.method } else { &b.method };
     let verdict = if first.abs() <= band {
         "within the null band".to_string()
@@ -147,6 +154,8 @@ pub struct Context<'a> {
     pub problem: &'a str,
     /// Its direction.
     pub direction: Direction,
+    /// Its minimum improvement (the arena's threshold): smaller differences never count.
+    pub min_improvement: f64,
     /// The suite file.
     pub suite: String,
     /// Each run's CPU budget.
@@ -169,7 +178,7 @@ pub fn analyse(context: &Context, runs: Vec<RunSummary>) -> BenchResults {
     let mut verdicts = Vec::new();
     for (i, a) in methods.iter().enumerate() {
         for b in &methods[i + 1..] {
-            verdicts.push(verdict(context.direction, a, b));
+            verdicts.push(verdict(context.direction, context.min_improvement, a, b));
         }
     }
     BenchResults {
@@ -229,18 +238,26 @@ mod tests {
         let min = Direction::Minimize;
         let a = method("a", 1.0, 0.1, Some((1.0, 0.1)));
         let b = method("b", 1.5, 0.1, Some((1.4, 0.1)));
-        assert_eq!(verdict(min, &a, &b).verdict, "a better");
-        assert_eq!(verdict(min, &b, &a).verdict, "a better");
-        assert!(verdict(min, &a, &b).advantage > 0.0);
+        assert_eq!(verdict(min, 0.0, &a, &b).verdict, "a better");
+        assert_eq!(verdict(min, 0.0, &b, &a).verdict, "a better");
+        assert!(verdict(min, 0.0, &a, &b).advantage > 0.0);
         let wide = method("b", 1.05, 0.2, Some((1.4, 0.1)));
-        assert_eq!(verdict(min, &a, &wide).verdict, "within the null band");
+        assert_eq!(verdict(min, 0.0, &a, &wide).verdict, "within the null band");
         let flips = method("b", 1.5, 0.1, Some((0.8, 0.1)));
         assert_eq!(
-            verdict(min, &a, &flips).verdict,
+            verdict(min, 0.0, &a, &flips).verdict,
             "not confirmed on the re-run"
         );
         let max = Direction::Maximize;
-        assert_eq!(verdict(max, &a, &b).verdict, "b better");
+        assert_eq!(verdict(max, 0.0, &a, &b).verdict, "b better");
+        // Seeds that all agree (null bands 0) and a difference under the problem's threshold.
+        let still = method("s", 1.0, 0.0, Some((1.0, 0.0)));
+        let hair = method("h", 1.0 + 2.5e-12, 0.0, Some((1.0 + 2.5e-12, 0.0)));
+        assert_eq!(verdict(min, 0.0, &still, &hair).verdict, "s better");
+        assert_eq!(
+            verdict(min, 1e-8, &still, &hair).verdict,
+            "within the null band"
+        );
     }
 
     #[test]

@@ -437,6 +437,7 @@ impl Bench {
         analysis::Context {
             problem: problem.slug(),
             direction: spec.direction,
+            min_improvement: spec.min_improvement,
             suite: self.config.suite.display().to_string(),
             cpu_seconds: self.config.cpu_seconds,
             arena_first: spec.arena_first().map(|r| r.value),

@@ -127,8 +127,9 @@ pub fn markdown(results: &BenchResults) -> String {
     }
     let _ = writeln!(
         out,
-        "\n## Verdicts\n\nA difference counts when it clears both methods' null bands in the first \
-         batch and again, with the same sign, in the re-run with fresh seeds.\n"
+        "\n## Verdicts\n\nA difference counts when it clears both methods' null bands and the \
+         problem's minimum improvement in the first batch and again, with the same sign, in the \
+         re-run with fresh seeds.\n"
     );
     let _ = writeln!(
         out,
