@@ -32,7 +32,7 @@
 //! Slurm worker) rebuilds the same backends from the record.
 
 use super::cli_agent::{CliAgent, CliOutput};
-use super::openai::OpenAiBackend;
+use super::openai::{OpenAiBackend, MAX_RETRIES};
 use super::pool::ModelPool;
 use super::ChatBackend;
 use crate::bounded_read::{read_text_capped, CONFIG_CAP};
@@ -98,9 +98,6 @@ fn default_http_timeout() -> f64 {
 fn default_retries() -> u32 {
     3
 }
-/// Most retries a backend may ask for: each retry waits at least [`super::openai::MIN_WAIT`] and
-/// may take the whole timeout, so more would hold a run for hours without an answer.
-pub const MAX_RETRIES: u32 = 10;
 
 fn default_cli_timeout() -> f64 {
     900.0

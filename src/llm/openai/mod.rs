@@ -26,7 +26,6 @@
 
 mod wire;
 
-use super::config::MAX_RETRIES;
 use super::{BackendConfig, ChatBackend, ChatRequest, Completion, LlmError, Usage};
 use crate::cancel::Abandoned;
 use crate::error::{MiloError, Result as MiloResult};
@@ -34,6 +33,10 @@ use std::fmt;
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Most retries a backend may ask for: each retry waits at least [`MIN_WAIT`] and may take the
+/// whole timeout, so more would hold a run for hours without an answer.
+pub const MAX_RETRIES: u32 = 10;
 
 /// Largest answer body read (a longer one is refused before it is all read).
 pub const ANSWER_CAP: u64 = 16 * 1024 * 1024;
