@@ -29,6 +29,14 @@ impl Run {
     }
 }
 
+/// `milo arena submit first-autocorrelation-inequality FILE --base-url BASE` and `extra` flags,
+/// run in `dir` with `key` (see [`milo`]).
+fn submit(dir: &Path, key: Option<&str>, file: &str, base: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["arena", "submit", FIRST, file, "--base-url", base];
+    args.extend_from_slice(extra);
+    milo(dir, key, &args)
+}
+
 /// Runs milo in `dir` with HOME there (no credentials file of this machine), the arena variables
 /// cleared, and the key in the environment when given.
 fn milo(dir: &Path, key: Option<&str>, args: &[&str]) -> Run {
@@ -143,19 +151,7 @@ fn a_new_first_is_sent_recorded_and_followed_until_the_arena_decides() {
         &scoring_below(best - 2.0 * THRESHOLD, None),
     );
 
-    let dry = milo(
-        dir.path(),
-        None,
-        &[
-            "arena",
-            "submit",
-            FIRST,
-            &file,
-            "--base-url",
-            &arena.base,
-            "--dry-run",
-        ],
-    );
+    let dry = submit(dir.path(), None, &file, &arena.base, &["--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.all());
     assert!(dry.stdout.contains("new #1"), "{}", dry.stdout);
     assert!(dry.stdout.contains("dry run: would send"), "{}", dry.stdout);
@@ -164,19 +160,12 @@ fn a_new_first_is_sent_recorded_and_followed_until_the_arena_decides() {
         "a dry run sends nothing"
     );
 
-    let sent = milo(
+    let sent = submit(
         dir.path(),
         Some(KEY),
-        &[
-            "arena",
-            "submit",
-            FIRST,
-            &file,
-            "--base-url",
-            &arena.base,
-            "--agent",
-            AGENT,
-        ],
+        &file,
+        &arena.base,
+        &["--agent", AGENT],
     );
     assert_eq!(sent.code, 0, "{}", sent.all());
     let post = arena
@@ -257,11 +246,7 @@ fn what_the_rules_would_drop_is_refused_unless_forced_and_the_mock_agrees() {
         "close.json",
         &scoring_below(best, Some(best - THRESHOLD / 2.0)),
     );
-    let refused = milo(
-        dir.path(),
-        Some(KEY),
-        &["arena", "submit", FIRST, &close, "--base-url", &arena.base],
-    );
+    let refused = submit(dir.path(), Some(KEY), &close, &arena.base, &[]);
     assert_eq!(refused.code, 9, "{}", refused.all());
     assert!(refused.stdout.contains("REJECTED"), "{}", refused.stdout);
     assert!(refused.stdout.contains("not sent"), "{}", refused.stdout);
@@ -271,19 +256,7 @@ fn what_the_rules_would_drop_is_refused_unless_forced_and_the_mock_agrees() {
         "nothing sent, nothing recorded"
     );
 
-    let forced = milo(
-        dir.path(),
-        Some(KEY),
-        &[
-            "arena",
-            "submit",
-            FIRST,
-            &close,
-            "--base-url",
-            &arena.base,
-            "--force",
-        ],
-    );
+    let forced = submit(dir.path(), Some(KEY), &close, &arena.base, &["--force"]);
     assert_eq!(forced.code, 0, "{}", forced.all());
     assert_eq!(ledger_lines(dir.path())[0]["forced"], true);
     milo(
@@ -308,19 +281,12 @@ fn what_the_rules_would_drop_is_refused_unless_forced_and_the_mock_agrees() {
         ..MockOptions::default()
     });
     let worse = write(dir.path(), "worse.json", &bumpy(40, 0.9));
-    let discarded = milo(
+    let discarded = submit(
         dir.path(),
         Some(KEY),
-        &[
-            "arena",
-            "submit",
-            FIRST,
-            &worse,
-            "--base-url",
-            &arena2.base,
-            "--agent",
-            "rival",
-        ],
+        &worse,
+        &arena2.base,
+        &["--agent", "rival"],
     );
     assert_eq!(discarded.code, 9, "{}", discarded.all());
     assert!(
@@ -344,11 +310,7 @@ fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
         "better.json",
         &scoring_below(best - 2.0 * THRESHOLD, None),
     );
-    let waited = milo(
-        dir.path(),
-        Some(KEY),
-        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
-    );
+    let waited = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
     assert_eq!(waited.code, 0, "{}", waited.all());
     assert!(waited.stderr.contains("waiting 1 s"), "{}", waited.stderr);
     let posts = arena.log().iter().filter(|r| r.method == "POST").count();
@@ -359,19 +321,12 @@ fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
         retry_after: 3600,
         ..MockOptions::default()
     });
-    let gave_up = milo(
+    let gave_up = submit(
         dir.path(),
         Some(KEY),
-        &[
-            "arena",
-            "submit",
-            FIRST,
-            &file,
-            "--base-url",
-            &limited.base,
-            "--max-wait",
-            "60",
-        ],
+        &file,
+        &limited.base,
+        &["--max-wait", "60"],
     );
     assert_eq!(gave_up.code, 4, "{}", gave_up.all());
     assert!(
@@ -385,11 +340,7 @@ fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
 
     // The mock echoes the Authorization header it got into its 401 body.
     let wrong = "wrong-key-9876543210";
-    let refused = milo(
-        dir.path(),
-        Some(wrong),
-        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
-    );
+    let refused = submit(dir.path(), Some(wrong), &file, &arena.base, &[]);
     assert_eq!(refused.code, 4, "{}", refused.all());
     assert!(
         refused.stderr.contains("refused the key"),
@@ -400,11 +351,7 @@ fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
     let ledger = std::fs::read_to_string(dir.path().join("arena/ledger.jsonl")).unwrap();
     assert!(!ledger.contains(wrong));
 
-    let no_key = milo(
-        dir.path(),
-        None,
-        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
-    );
+    let no_key = submit(dir.path(), None, &file, &arena.base, &[]);
     assert_eq!(no_key.code, 2, "{}", no_key.all());
     assert!(
         no_key.stderr.contains("EINSTEIN_ARENA_API_KEY"),
@@ -431,11 +378,7 @@ fn large_constructions_go_through_a_blob_and_survive_an_upload_cut_off_once() {
         .collect();
     let file = write(dir.path(), "big.json", &big);
     assert!(std::fs::metadata(&file).unwrap().len() > 2_000_000);
-    let sent = milo(
-        dir.path(),
-        Some(KEY),
-        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
-    );
+    let sent = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
     assert_eq!(sent.code, 0, "{}", sent.all());
     let log = arena.log();
     let tickets = log
@@ -480,11 +423,7 @@ fn large_constructions_go_through_a_blob_and_survive_an_upload_cut_off_once() {
         cut_uploads: 10,
         ..MockOptions::default()
     });
-    let failed = milo(
-        dir.path(),
-        Some(KEY),
-        &["arena", "submit", FIRST, &file, "--base-url", &dying.base],
-    );
+    let failed = submit(dir.path(), Some(KEY), &file, &dying.base, &[]);
     assert_eq!(failed.code, 4, "{}", failed.all());
     assert!(
         failed.stderr.contains("blob upload failed 3 times"),
@@ -613,19 +552,12 @@ fn a_key_echoed_by_the_server_in_any_encoding_reaches_no_file_and_no_output() {
         "better.json",
         &scoring_below(best - 2.0 * THRESHOLD, None),
     );
-    let sent = milo(
+    let sent = submit(
         dir.path(),
         Some(ECHOED_KEY),
-        &[
-            "arena",
-            "submit",
-            FIRST,
-            &file,
-            "--base-url",
-            &arena.base,
-            "--agent",
-            AGENT,
-        ],
+        &file,
+        &arena.base,
+        &["--agent", AGENT],
     );
     assert_eq!(sent.code, 0, "{}", sent.all());
     let board = milo(
