@@ -365,3 +365,22 @@ fn a_problem_answers_to_the_first_word_of_its_slug_and_a_near_miss_gets_the_near
         &["unknown problem 'knapsack'", THIRD],
     );
 }
+
+#[test]
+fn a_missing_rival_file_exits_as_a_missing_construction_file_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_with(&dir, "c.json", r#"{"values": [1, 2, 1]}"#);
+    let missing = dir.path().join("missing.json");
+    let missing = missing.to_str().unwrap();
+    let as_file = milo(&["verify", FIRST, missing]);
+    let as_rival = milo(&["verify", FIRST, &path, "--against", missing]);
+    assert_eq!(as_rival.code, as_file.code, "{}", as_rival.stderr);
+    assert_eq!(
+        as_rival.stderr.trim().lines().count(),
+        1,
+        "{}",
+        as_rival.stderr
+    );
+    assert!(as_rival.stderr.contains("--against"), "{}", as_rival.stderr);
+    assert!(as_rival.stderr.contains(missing), "{}", as_rival.stderr);
+}

@@ -1,7 +1,9 @@
 //! `milo verify PROBLEM FILE`: validity, float64 and exact scores, and an optional rival.
 
 use crate::construction::{read_values, STDIN_ARGUMENT, STDIN_NAME};
-use crate::error::{MiloError, Result, Violation, EXIT_INVALID, EXIT_NOT_BETTER, EXIT_OK};
+use crate::error::{
+    read_error, MiloError, Result, Violation, EXIT_INVALID, EXIT_NOT_BETTER, EXIT_OK,
+};
 use crate::exact::rational::{decimal_string, parse_decimal, SCORE_DIGITS};
 use crate::problems::{by_slug, Problem};
 use crate::verify::{
@@ -140,9 +142,11 @@ fn rival_score(
         return Ok((value, format!("value {spec}")));
     }
     let path = Path::new(spec);
+    // A missing rival file is a missing input, as a missing FILE is (exit 6).
     if spec != STDIN_ARGUMENT && !path.exists() {
-        return Err(MiloError::Usage(format!(
-            "--against {spec}: neither a number nor an existing file"
+        return Err(read_error(path)(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "--against is neither a number nor an existing file",
         )));
     }
     let values = read_for(problem, path)?;
