@@ -224,7 +224,7 @@ fn against_a_value_and_a_file_is_decided_exactly() {
     // Without --against, not beating the arena's #1 is no failure.
     assert_eq!(milo(&["verify", FIRST, &worse]).code, 0);
     let run = milo(&["verify", FIRST, &flat, "--against", "not-a-thing"]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 6, "a missing rival file is a missing input");
     let report = milo(&["verify", FIRST, &flat, "--json"]).json();
     assert_eq!(
         report["score_exact"],
