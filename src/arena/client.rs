@@ -83,6 +83,14 @@ impl ArenaId {
             "{what} {shown:?}: an id must be a number or 1 to {MAX_ID_CHARS} ASCII letters, digits, '-' or '_'"
         ))
     }
+
+    /// [`ArenaId::check`] for an id the server at `url` sent: a bad one is the server's fault.
+    pub fn check_sent_by(&self, what: &str, url: &str) -> Result<()> {
+        self.check(what).map_err(|message| MiloError::Remote {
+            url: url.to_string(),
+            message,
+        })
+    }
 }
 
 impl fmt::Display for ArenaId {
@@ -286,11 +294,7 @@ impl ArenaClient {
         let problems = self.problems()?;
         let known: Vec<&str> = problems.iter().map(|p| p.slug.as_str()).collect();
         if let Some(p) = problems.iter().find(|p| p.slug == slug) {
-            p.id.check("the problem id")
-                .map_err(|message| MiloError::Remote {
-                    url: format!("{}/api/problems", self.base),
-                    message,
-                })?;
+            p.id.check_sent_by("the problem id", &format!("{}/api/problems", self.base))?;
             return Ok(p.clone());
         }
         Err(MiloError::Usage(format!(
@@ -316,11 +320,7 @@ impl ArenaClient {
         let problem: ArenaProblem = self.get_json(&path, &[], PROBLEM_SHAPE, SMALL_BODY)?;
         problem
             .id
-            .check("the problem id")
-            .map_err(|message| MiloError::Remote {
-                url: self.display_url(&path, &[]),
-                message,
-            })?;
+            .check_sent_by("the problem id", &self.display_url(&path, &[]))?;
         Ok(problem)
     }
 
@@ -344,11 +344,7 @@ impl ArenaClient {
         let status: SolutionStatus = self.get_json(&path, &[], STATUS_SHAPE, SMALL_BODY)?;
         status
             .id
-            .check("the server's solution id")
-            .map_err(|message| MiloError::Remote {
-                url: self.display_url(&path, &[]),
-                message,
-            })?;
+            .check_sent_by("the server's solution id", &self.display_url(&path, &[]))?;
         Ok(status)
     }
 

@@ -119,8 +119,7 @@ impl ArenaClient {
         if let Answer::Done(submitted) = &answer {
             submitted
                 .id
-                .check("the server's solution id")
-                .map_err(|message| MiloError::Remote { url, message })?;
+                .check_sent_by("the server's solution id", &url)?;
         }
         Ok(answer)
     }
