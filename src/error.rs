@@ -171,6 +171,33 @@ impl MiloError {
         }
     }
 
+    /// A TOML file that does not parse, as one line: `PATH: line L, column C: what` (the
+    /// `toml` crate's own message spans several lines around a source excerpt).
+    pub fn malformed_toml(path: &Path, text: &str, error: &toml::de::Error) -> MiloError {
+        let what = error
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        let message = match error.span() {
+            Some(span) => {
+                // An error at the end of the text is placed on its last line, as `toml` does.
+                let end = text.len() - usize::from(text.ends_with('\n'));
+                let before = &text[..span.start.min(end)];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                format!("line {line}, column {column}: {what}")
+            }
+            None => what,
+        };
+        MiloError::Malformed {
+            path: path.to_path_buf(),
+            message,
+        }
+    }
+
     /// Whether this is a read of a file that does not exist (for callers to which a missing file
     /// means "nothing yet").
     pub fn is_missing_file(&self) -> bool {

@@ -61,6 +61,7 @@ pub mod program;
 pub mod records;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod search;
 pub mod secrets;
 pub mod stages;

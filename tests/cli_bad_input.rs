@@ -384,3 +384,42 @@ fn a_missing_rival_file_exits_as_a_missing_construction_file_does() {
     assert!(as_rival.stderr.contains("--against"), "{}", as_rival.stderr);
     assert!(as_rival.stderr.contains(missing), "{}", as_rival.stderr);
 }
+
+#[test]
+fn a_toml_file_that_does_not_parse_is_one_line_naming_the_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = file_with(&dir, "start.json", "[1, 2, 3, 4]");
+    let cases = [
+        (
+            "p.toml",
+            "name = \"x\"\n[[steps]]\nkind = \"teleport\"\n",
+            "line 2, column 1",
+            "teleport",
+        ),
+        (
+            "q.toml",
+            "name = \"x\"\n[[steps]]\nkind = \"lbfgs\"\nbetas = [1e2,\n",
+            "line 4",
+            "expected `]`",
+        ),
+    ];
+    for (name, text, position, what) in cases {
+        let program = file_with(&dir, name, text);
+        let run = milo(&[
+            "optimize",
+            THIRD,
+            "--start",
+            &start,
+            "--program",
+            &program,
+            "--evaluations",
+            "10",
+        ]);
+        assert_eq!(run.code, 6, "{}", run.stderr);
+        let line = run.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "one line: {line}");
+        for needle in [name, position, what] {
+            assert!(line.contains(needle), "'{line}' lacks '{needle}'");
+        }
+    }
+}

@@ -21,7 +21,7 @@
 //! are the attempt's [`Attempt::usage`].
 
 use super::ledger::{run_on, run_parent, Allowance, Ledger};
-use super::llm_answer::{one_line, program_of};
+use super::llm_answer::{admit_commands, one_line, program_of};
 use super::{Assignment, Attempt, OptimizerWriter, Role};
 use crate::construction::json::to_json;
 use crate::error::Result;
@@ -36,12 +36,17 @@ use std::time::Instant;
 /// The optimizer writer that asks a language model (drawn from its pool) for programs.
 pub struct LlmWriter {
     pool: ModelPool,
+    allow_commands: bool,
 }
 
 impl LlmWriter {
-    /// A writer asking the members of `pool` (the agents file's `[writer]` pool).
-    pub fn new(pool: ModelPool) -> LlmWriter {
-        LlmWriter { pool }
+    /// A writer asking the members of `pool` (the agents file's `[writer]` pool); a program
+    /// with a `command` step (a script answer is one) runs, confined, only if `allow_commands`.
+    pub fn new(pool: ModelPool, allow_commands: bool) -> LlmWriter {
+        LlmWriter {
+            pool,
+            allow_commands,
+        }
     }
 }
 
@@ -127,7 +132,8 @@ impl OptimizerWriter for LlmWriter {
                 }
             };
             ledger.usage += completion.usage;
-            let program = program_of(&completion.text, policy.output, &policy.script_argv);
+            let program = program_of(&completion.text, policy.output, &policy.script_argv)
+                .and_then(|program| admit_commands(program, self.allow_commands));
             let ran = program.and_then(|program| {
                 run_on(
                     task,

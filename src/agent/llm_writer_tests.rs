@@ -56,12 +56,22 @@ fn case() -> TaskFixture {
 impl TaskFixture {
     /// Solves with a model answering `replies` under `harness`; the attempt and the requests.
     fn solve(&self, harness: &Harness, replies: Vec<&str>) -> (Attempt, Vec<ChatRequest>) {
+        self.solve_allowing(harness, replies, false)
+    }
+
+    /// As [`TaskFixture::solve`], with the agents file's `allow_commands` set to `allow_commands`.
+    fn solve_allowing(
+        &self,
+        harness: &Harness,
+        replies: Vec<&str>,
+        allow_commands: bool,
+    ) -> (Attempt, Vec<ChatRequest>) {
         let scripted = Arc::new(ScriptedBackend::new(
             "scripted",
             replies.into_iter().map(|r| Ok(r.to_string())).collect(),
         ));
         let pool = ModelPool::new(vec![(1.0, Box::new(Shared(scripted.clone())))]);
-        let attempt = LlmWriter::new(pool)
+        let attempt = LlmWriter::new(pool, allow_commands)
             .solve(harness, &self.assignment(3_000, 7))
             .unwrap();
         (attempt, scripted.requests())
@@ -302,7 +312,7 @@ fn in_script_mode_a_crashing_script_is_fed_back_and_a_good_one_improves() {
                 v = json.load(open(sys.argv[1]))['values']\n\
                 m = sorted(v)[len(v) // 2]\n\
                 json.dump({'values': [min(x, m) for x in v]}, open(sys.argv[2], 'w'))\n```";
-    let (attempt, requests) = case.solve(&h, vec![crash, good]);
+    let (attempt, requests) = case.solve_allowing(&h, vec![crash, good], true);
     assert_eq!(requests.len(), 2);
     let revised = revisions(&attempt);
     assert_eq!(revised.len(), 2);
@@ -324,4 +334,55 @@ fn in_script_mode_a_crashing_script_is_fed_back_and_a_good_one_improves() {
     assert!(attempt.improved);
     assert!(attempt.best_exact < case.start_exact);
     assert_eq!(case.problem.score_exact(&attempt.best), attempt.best_exact);
+}
+
+/// A model's TOML program whose `command` step copies the start to its output and tries to
+/// write `outside` too.
+fn command_program(outside: &std::path::Path) -> String {
+    format!(
+        "```toml\nname = \"shell\"\n[[steps]]\nkind = \"command\"\n\
+         argv = [\"sh\", \"-c\", \"echo x > '{}'; cp {{input}} {{output}}\"]\n```",
+        outside.display()
+    )
+}
+
+#[test]
+fn a_models_command_step_is_refused_unless_the_agents_file_allows_it() {
+    let case = case();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("written-by-the-model");
+    let answer = command_program(&marker);
+    let (attempt, requests) = case.solve(&harness(2, false), vec![&answer, GOOD]);
+    assert!(!marker.exists(), "the model's shell ran");
+    let revised = revisions(&attempt);
+    let error = revised[0].error.clone().expect("refused");
+    assert!(
+        error.contains("steps[0]") && error.contains("allow_commands"),
+        "{error}"
+    );
+    // The refusal is fed back, and the next answer runs.
+    assert!(requests[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("allow_commands"));
+    assert_eq!(revised[1].error, None);
+}
+
+#[test]
+fn an_allowed_command_step_runs_confined_to_its_work_directory() {
+    let case = case();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("written-by-the-model");
+    let answer = command_program(&marker);
+    let (attempt, _) = case.solve_allowing(&harness(1, false), vec![&answer], true);
+    let revised = revisions(&attempt);
+    // It ran (its output, a copy of the start, is a valid construction) but wrote nothing
+    // outside its work directory.
+    assert_eq!(revised[0].error, None, "{:?}", revised[0]);
+    assert!(
+        !marker.exists(),
+        "a confined command wrote outside its directory"
+    );
 }

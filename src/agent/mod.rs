@@ -145,7 +145,10 @@ pub fn writer_by_name(
         "builtin" => Ok(Box::new(BuiltinWriter)),
         "verbatim" => Ok(Box::new(VerbatimWriter)),
         "llm" => match agents {
-            Some(agents) => Ok(Box::new(LlmWriter::new(agents.pool("writer")?))),
+            Some(agents) => Ok(Box::new(LlmWriter::new(
+                agents.pool("writer")?,
+                agents.writer_allows_commands(),
+            ))),
             None => Err(MiloError::Usage(
                 "writer 'llm' needs an agents file with a [writer] pool (--agents FILE)".into(),
             )),

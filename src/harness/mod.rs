@@ -129,14 +129,16 @@ impl Harness {
             path: origin.to_path_buf(),
             message,
         };
-        let raw: toml::Value = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        let raw: toml::Value =
+            toml::from_str(text).map_err(|e| MiloError::malformed_toml(origin, text, &e))?;
         if let Some(path) = long_number_array(&raw, String::new()) {
             return Err(malformed(format!(
                 "{path}: an array of more than {MAX_NUMBER_ARRAY} numbers is construction data, \
                  which a harness may not embed"
             )));
         }
-        let harness: Harness = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        let harness: Harness =
+            toml::from_str(text).map_err(|e| MiloError::malformed_toml(origin, text, &e))?;
         harness.check().map_err(malformed)?;
         Ok(harness)
     }

@@ -22,6 +22,7 @@
 //!
 //! [writer]                             # the LLM optimizer writer (`--writer llm`)
 //! backends = ["local"]
+//! allow_commands = false               # true: a model's `command` steps run, confined
 //! [mutator]                            # the LLM mutator (`llm` in the mutator pool)
 //! backends = ["claude", "local"]
 //! [orchestrator]                       # the LLM orchestrator (`--orchestrator llm`)
@@ -133,6 +134,10 @@ impl BackendConfig {
 pub struct RoleConfig {
     /// Names of the backends in its pool (each drawn with its weight).
     pub backends: Vec<String>,
+    /// Writer only: a program from a model may hold `command` steps (a script answer is one),
+    /// which then run confined ([`crate::sandbox`]); without it such a program is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_commands: bool,
 }
 
 /// The agents file.
@@ -163,7 +168,8 @@ impl AgentsConfig {
             path: origin.to_path_buf(),
             message,
         };
-        let config: AgentsConfig = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        let config: AgentsConfig =
+            toml::from_str(text).map_err(|e| MiloError::malformed_toml(origin, text, &e))?;
         config.check().map_err(malformed)?;
         // The keys the backends will send are secrets in use from now on: a CLI agent (or a
         // model) may echo any of them.
@@ -239,6 +245,12 @@ impl AgentsConfig {
         }
         for (role, config) in self.roles() {
             let Some(config) = config else { continue };
+            if config.allow_commands && role != "writer" {
+                return Err(format!(
+                    "{role}.allow_commands: only the [writer] runs programs, so only it may \
+                     allow commands"
+                ));
+            }
             if config.backends.is_empty() {
                 return Err(format!("{role}.backends: must name at least one backend"));
             }
@@ -252,6 +264,11 @@ impl AgentsConfig {
             }
         }
         Ok(())
+    }
+
+    /// Whether the writer's models may write `command` steps (`[writer] allow_commands`).
+    pub fn writer_allows_commands(&self) -> bool {
+        self.writer.as_ref().is_some_and(|w| w.allow_commands)
     }
 
     fn roles(&self) -> [(&'static str, Option<&RoleConfig>); 3] {
@@ -352,5 +369,21 @@ backends = ["local", "claude"]
         let e = refuse(&FILE.replace("model = \"m\"", "model = \"m\"\nretries = 4294967295"));
         assert!(e.contains("retries") && e.contains("got 4294967295"), "{e}");
         assert!(!e.contains('\n'), "one line: {e}");
+        let e = refuse(&format!(
+            "{FILE}[mutator]\nbackends = [\"local\"]\nallow_commands = true\n"
+        ));
+        assert!(e.contains("mutator.allow_commands"), "{e}");
+    }
+
+    #[test]
+    fn only_the_writer_may_allow_a_models_commands_and_by_default_it_does_not() {
+        let config = AgentsConfig::parse(FILE, Path::new("agents.toml")).unwrap();
+        assert!(!config.writer_allows_commands());
+        let allowing = FILE.replace(
+            "backends = [\"local\", \"claude\"]",
+            "backends = [\"local\", \"claude\"]\nallow_commands = true",
+        );
+        let config = AgentsConfig::parse(&allowing, Path::new("agents.toml")).unwrap();
+        assert!(config.writer_allows_commands());
     }
 }

@@ -100,10 +100,7 @@ impl ProblemSpec {
 
     /// Parses a problem data file's text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<ProblemSpec> {
-        toml::from_str(text).map_err(|e| MiloError::Malformed {
-            path: origin.to_path_buf(),
-            message: e.to_string(),
-        })
+        toml::from_str(text).map_err(|e| MiloError::malformed_toml(origin, text, &e))
     }
 
     /// The threshold as the exact decimal written in the data file.

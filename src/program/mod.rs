@@ -25,6 +25,7 @@ pub mod step;
 
 use crate::bounded_read::{read_text_capped, CONFIG_CAP};
 use crate::error::{MiloError, Result};
+use crate::stages::command::RunCommand;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 pub use step::{Action, KeepBest, Repeat, Restarts, Step, UntilStall};
@@ -49,7 +50,8 @@ impl Program {
             path: origin.to_path_buf(),
             message,
         };
-        let program: Program = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        let program: Program =
+            toml::from_str(text).map_err(|e| MiloError::malformed_toml(origin, text, &e))?;
         program.check().map_err(malformed)?;
         Ok(program)
     }
@@ -63,6 +65,23 @@ impl Program {
     /// The program as TOML text (parses back to an equal program).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("programs serialise to TOML")
+    }
+
+    /// Calls `visit` on every `command` step, in order and inside blocks, with its path (as
+    /// `steps[1].body[0]`): the steps that run an outside program.
+    pub fn visit_commands(&mut self, visit: &mut dyn FnMut(&str, &mut RunCommand)) {
+        fn walk(steps: &mut [Step], path: &str, visit: &mut dyn FnMut(&str, &mut RunCommand)) {
+            for (i, step) in steps.iter_mut().enumerate() {
+                let here = format!("{path}[{i}]");
+                if let Action::Command(command) = &mut step.action {
+                    visit(&here, command);
+                }
+                if let Some(body) = step.action.body_mut() {
+                    walk(body, &format!("{here}.body"), visit);
+                }
+            }
+        }
+        walk(&mut self.steps, "steps", visit);
     }
 
     /// Value checks serde cannot express; the message names the step path and the key.

@@ -20,6 +20,9 @@
 //! note that `np.save` appends `.npy` to a name without it, so write through an open file),
 //! `{seed}` the stage's seed, `{n}` the start's length, `{script}` a file holding `script`.
 //! Each run works in a fresh temporary directory (its working directory), removed afterwards.
+//! With `confine = true` (set by the LLM writer on every command step a model wrote) it runs
+//! confined by [`crate::sandbox`]: it may write only in that directory, opens no TCP connection
+//! and sees an empty environment.
 //! The program runs through [`crate::subprocess`]: its own process group, killed whole at the
 //! wall limit, on Ctrl-C and when it ends.
 //!
@@ -61,6 +64,10 @@ pub struct RunCommand {
     /// Address space of each process, in MiB.
     #[serde(default = "default_memory_mb")]
     pub memory_mb: f64,
+    /// Run confined ([`crate::sandbox`]): writes only in the work directory, no network, an
+    /// empty environment. The LLM writer sets it on every command step a model wrote.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confine: bool,
 }
 
 fn default_wall_seconds() -> f64 {
@@ -173,6 +180,9 @@ impl RunCommand {
         command
             .args(self.argv[1..].iter().map(|w| fill(w)))
             .current_dir(dir.path());
+        if self.confine {
+            crate::sandbox::confine(&mut command, dir.path())?;
+        }
         let limits = Limits {
             cpu_seconds: self.cpu_seconds.map(|s| s.ceil() as u64),
             memory_bytes: Some((self.memory_mb * 1024.0 * 1024.0) as u64),
@@ -255,6 +265,7 @@ mod tests {
             wall_seconds: 10.0,
             cpu_seconds: None,
             memory_mb: 256.0,
+            confine: false,
         }
     }
 

@@ -309,7 +309,8 @@ impl Suite {
             path: path.to_path_buf(),
             message,
         };
-        let file: SuiteFile = toml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        let file: SuiteFile =
+            toml::from_str(text).map_err(|e| MiloError::malformed_toml(path, text, &e))?;
         file.check().map_err(malformed)?;
         let problem = by_slug(&file.problem).map_err(|e| malformed(format!("problem: {e}")))?;
         let dir = path.parent().unwrap_or(Path::new(""));
