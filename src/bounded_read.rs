@@ -14,8 +14,16 @@ const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
-/// Largest construction file, and largest construction once gunzipped: 1 GiB.
-pub const CONSTRUCTION_CAP: u64 = GIB;
+/// The largest `max_len` of any problem (the second autocorrelation inequality's); a test in
+/// [`crate::problems`] holds every problem to it.
+pub const LARGEST_MAX_LEN: u64 = 2_000_000;
+/// Bytes one value may take in a construction file: a shortest round-trip float64 is at most
+/// 24 characters, with room for separators, indentation and longer decimal expansions.
+pub const BYTES_PER_VALUE: u64 = 64;
+/// Largest construction file, and largest construction once gunzipped: [`BYTES_PER_VALUE`] for
+/// each of [`LARGEST_MAX_LEN`] values, rounded up to whole MiB plus 1 MiB (124 MiB), so that a
+/// refused input (a gzip bomb, `/dev/zero`) costs well under 200 MB of memory.
+pub const CONSTRUCTION_CAP: u64 = (LARGEST_MAX_LEN * BYTES_PER_VALUE).div_ceil(MIB) * MIB + MIB;
 /// Largest definition or settings file: suites, programs and harnesses (TOML), campaign
 /// settings and provenance (JSON): 16 MiB.
 pub const CONFIG_CAP: u64 = 16 * MIB;
@@ -264,7 +272,7 @@ mod tests {
 
     #[test]
     fn sizes_read_as_people_write_caps() {
-        assert_eq!(size_text(CONSTRUCTION_CAP), "1 GiB");
+        assert_eq!(size_text(CONSTRUCTION_CAP), "124 MiB");
         assert_eq!(size_text(CONFIG_CAP), "16 MiB");
         assert_eq!(size_text(RECORD_LINE_CAP), "256 MiB");
         assert_eq!(size_text(CREDENTIALS_CAP), "64 KiB");

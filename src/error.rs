@@ -188,7 +188,15 @@ impl MiloError {
                 let before = &text[..span.start.min(end)];
                 let line = before.matches('\n').count() + 1;
                 let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-                format!("line {line}, column {column}: {what}")
+                let source: String = text
+                    .lines()
+                    .nth(line - 1)
+                    .unwrap_or("")
+                    .trim()
+                    .chars()
+                    .take(80)
+                    .collect();
+                format!("line {line}, column {column} (`{source}`): {what}")
             }
             None => what,
         };

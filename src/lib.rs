@@ -43,6 +43,7 @@ pub mod arena;
 pub mod atomic_file;
 pub mod bench;
 pub mod bounded_read;
+pub mod bounds;
 pub mod campaign;
 pub mod cancel;
 pub mod cli;

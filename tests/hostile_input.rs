@@ -708,3 +708,64 @@ fn a_resume_refuses_an_edited_suite_harness_or_lineage_naming_what_changed() {
     let resumed = resume();
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
 }
+
+#[test]
+fn counts_past_their_bounds_exit_2_naming_flag_range_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    let suite = suite.to_str().unwrap();
+    for (args, needles) in [
+        (
+            vec!["evolve", "--islands", "18446744073709551615"],
+            ["--islands", "18446744073709551615", "1..=64"],
+        ),
+        (
+            vec!["evolve", "--tasks-per-round", "1000000000"],
+            ["--tasks-per-round", "1000000000", "1..=4096"],
+        ),
+        (
+            vec!["evolve", "--jobs", "100000"],
+            ["--jobs", "100000", "1..=1024"],
+        ),
+        (
+            vec![
+                "bench",
+                "--suite",
+                suite,
+                "--seeds",
+                "100000000",
+                "--budget",
+                "1",
+            ],
+            ["--seeds", "100000000", "1..=1000"],
+        ),
+    ] {
+        let run = milo(&args);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        assert_eq!(run.code, EXIT_USAGE, "{args:?}: {}", run.stderr);
+        let first = run.stderr.lines().next().unwrap_or_default();
+        for needle in needles {
+            assert!(first.contains(needle), "'{first}' lacks '{needle}'");
+        }
+    }
+    // A run whose recorded settings were edited past a bound is refused on resume.
+    let run_dir = dir.path().join("run");
+    evolve_tiny(dir.path(), &run_dir, &["--rounds", "1", "-q"]);
+    let lineage = run_dir.join("lineage.jsonl");
+    let text = std::fs::read_to_string(&lineage).unwrap();
+    let edited = text.replacen("\"islands\":3", "\"islands\":1000000000", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&lineage, edited).unwrap();
+    let run = milo(&[
+        "evolve",
+        "--resume",
+        run_dir.to_str().unwrap(),
+        "--rounds",
+        "2",
+    ]);
+    expect_failure(
+        &run,
+        EXIT_INPUT,
+        &["lineage.jsonl", "--islands", "1000000000"],
+    );
+}

@@ -69,6 +69,38 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
+    /// The one-line error naming the first count out of its bound ([`crate::bounds`]), if
+    /// any: checked when a benchmark starts and again when it resumes from `bench.json`.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        use crate::bounds::{self, check};
+        check("--seeds", self.seeds.len() as u64, &bounds::SEEDS)?;
+        if !self.rerun_seeds.is_empty() {
+            check(
+                "re-run seeds",
+                self.rerun_seeds.len() as u64,
+                &bounds::SEEDS,
+            )?;
+        }
+        check(
+            "--methods (names)",
+            self.methods.len() as u64,
+            &bounds::METHODS,
+        )?;
+        if let Some(islands) = self.search.islands {
+            check("--islands", islands as u64, &bounds::ISLANDS)?;
+        }
+        check(
+            "--tasks-per-round",
+            self.search.tasks_per_round as u64,
+            &bounds::TASKS_PER_ROUND,
+        )?;
+        crate::optimize::budget::check_seconds("--budget", self.cpu_seconds)?;
+        if let crate::search::lineage::AdmissionPolicy::Race(race) = &self.search.admission {
+            race.check()?;
+        }
+        Ok(())
+    }
+
     /// Every run, first batch then re-run, seed by seed, each seed running every method (so
     /// a cut-short benchmark has comparable runs of all methods).
     pub fn plan(&self) -> Vec<PlannedRun> {
@@ -220,6 +252,7 @@ fn write_text(path: &Path, text: &str) -> Result<()> {
 impl Bench {
     /// Starts a new benchmark in `dir` (which must not hold one).
     pub fn start(dir: &Path, config: BenchConfig) -> Result<Bench> {
+        config.check().map_err(MiloError::Usage)?;
         for name in &config.methods {
             if !methods::transfer::is_transfer(name) {
                 methods::resolve(name, dir)?;
@@ -267,6 +300,10 @@ impl Bench {
         }
         let lock = DirLock::acquire(dir)?;
         let config: BenchConfig = read_json(&path)?;
+        config.check().map_err(|message| MiloError::Malformed {
+            path: path.clone(),
+            message,
+        })?;
         let suite = Suite::load(&config.suite)?;
         suite.check_pin(config.suite_pin.as_deref())?;
         Ok(Bench {

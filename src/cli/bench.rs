@@ -5,6 +5,7 @@ use super::status::{clock, eta, StatusLine};
 use crate::bench::methods::search::SearchKnobs;
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
+use crate::bounds;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::optimize::budget::check_seconds;
 use crate::search::evaluation::Quality;
@@ -36,7 +37,7 @@ pub struct BenchArgs {
     )]
     methods: Vec<String>,
     /// Runs per method in the first batch (seeds 1..=K); the re-run uses K fresh seeds.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::count::<u64>(bounds::SEEDS))]
     seeds: u64,
     /// CPU seconds of search-task evaluation per run, at most 1e7.
     #[arg(long, value_name = "SECONDS")]
@@ -51,7 +52,7 @@ pub struct BenchArgs {
     #[arg(long)]
     promote_discoveries: bool,
     /// Threads per run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
     jobs: usize,
     /// Where task evaluations run (`local-threads`, or `slurm`: job arrays or pilots over the
     /// benchmark directory, which the nodes must share).
@@ -62,10 +63,10 @@ pub struct BenchArgs {
     #[command(flatten)]
     admission: AdmissionArgs,
     /// Islands of the MILO methods that have several (default 3).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::count::<usize>(bounds::ISLANDS))]
     islands: Option<usize>,
     /// Search tasks per harness per round of the MILO methods.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     /// Benchmark directory (default: runs/bench-<time>).
     #[arg(long, value_name = "DIR")]
@@ -77,9 +78,6 @@ pub struct BenchArgs {
 
 /// Runs `milo bench`.
 pub fn run(args: &BenchArgs) -> Result<i32> {
-    if args.jobs == 0 {
-        return Err(MiloError::Usage("--jobs must be at least 1".into()));
-    }
     let bench = match &args.resume {
         Some(dir) => Bench::resume(dir)?,
         None => start(args)?,
@@ -135,16 +133,6 @@ fn start(args: &BenchArgs) -> Result<Bench> {
         return Err(MiloError::Usage("--budget SECONDS is required".into()));
     };
     check_seconds("--budget", budget).map_err(MiloError::Usage)?;
-    if args.seeds == 0 {
-        return Err(MiloError::Usage("--seeds must be at least 1".into()));
-    }
-    if args.islands == Some(0) || args.tasks_per_round == 0 {
-        return Err(MiloError::Usage(format!(
-            "--islands and --tasks-per-round must be at least 1, got {} and {}",
-            args.islands.map_or("3".into(), |n| n.to_string()),
-            args.tasks_per_round
-        )));
-    }
     let k = args.seeds;
     let config = BenchConfig {
         suite: std::path::absolute(&suite).unwrap_or(suite),

@@ -5,6 +5,7 @@ use super::arena::{print_check, SendArgs, ServerArgs};
 use super::evolve::{summarise, AdmissionArgs};
 use super::search_status::SearchStatus;
 use crate::arena::ApiKey;
+use crate::bounds;
 use crate::campaign::{Campaign, CampaignSettings, Offer, SuitePlan};
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
@@ -69,10 +70,10 @@ pub struct CampaignArgs {
     #[arg(long, value_name = "SECONDS")]
     task_seconds: Option<f64>,
     /// Islands at the start.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(bounds::ISLANDS))]
     islands: usize,
     /// Search tasks per harness per round.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     #[command(flatten)]
     admission: AdmissionArgs,
@@ -80,7 +81,7 @@ pub struct CampaignArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Threads for evaluating tasks in parallel.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
     jobs: usize,
     /// Send a construction that the live rules make the new #1 (needs the API key); without it
     /// the campaign only says what it would send.
@@ -94,9 +95,6 @@ pub struct CampaignArgs {
 
 /// Runs `milo campaign`.
 pub fn run(args: &CampaignArgs) -> Result<i32> {
-    if args.jobs == 0 {
-        return Err(MiloError::Usage("--jobs must be at least 1".into()));
-    }
     let cancel = super::cancel_on_ctrl_c();
     // Stops the offers' rate-limit waits too: Ctrl-C and the search's --hours cancel it.
     let offers_cancel = cancel.clone();
@@ -158,11 +156,6 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         .slug
         .clone()
         .expect("clap requires a slug without --resume");
-    if args.islands == 0 || args.tasks_per_round == 0 {
-        return Err(MiloError::Usage(
-            "--islands and --tasks-per-round must be at least 1".into(),
-        ));
-    }
     if let Some(h) = args.hours {
         if !(h.is_finite() && h > 0.0) {
             return Err(MiloError::Usage(format!(

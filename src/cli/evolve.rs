@@ -2,6 +2,7 @@
 
 use super::search_status::{best_result, node_counts, BestResult, SearchStatus, LOG_FILE};
 use crate::agent::writer_by_name;
+use crate::bounds;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
 use crate::exact::rational::decimal_string;
@@ -32,11 +33,11 @@ pub struct SlurmArgs {
     #[arg(long = "slurm-partition", value_name = "NAME")]
     partition: Option<String>,
     /// At most K tasks of a batch run at once (the job array's `%K`).
-    #[arg(long = "slurm-throttle", value_name = "K", conflicts_with = "pilots")]
+    #[arg(long = "slurm-throttle", value_name = "K", conflicts_with = "pilots", value_parser = super::count::<usize>(bounds::SLURM_COUNT))]
     throttle: Option<usize>,
     /// Pilot mode: K long-running workers per batch claim its tasks one by one (for tasks of
     /// seconds); default: one job-array element per task.
-    #[arg(long = "slurm-pilots", value_name = "K")]
+    #[arg(long = "slurm-pilots", value_name = "K", value_parser = super::count::<usize>(bounds::SLURM_COUNT))]
     pilots: Option<usize>,
     /// Pilot mode: seconds a claim's heartbeat may stand still before its task goes back to the
     /// queue.
@@ -57,7 +58,7 @@ pub struct SlurmArgs {
     #[arg(long = "slurm-poll", value_name = "SECONDS", default_value_t = 2.0)]
     poll: f64,
     /// Submissions of one task before it is recorded as lost.
-    #[arg(long = "slurm-max-submits", value_name = "N", default_value_t = 3)]
+    #[arg(long = "slurm-max-submits", value_name = "N", default_value_t = 3, value_parser = super::count::<usize>(bounds::SLURM_COUNT))]
     max_submits: usize,
     /// An extra sbatch option, passed as it is (repeat for several).
     #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -97,13 +98,13 @@ pub struct AdmissionArgs {
     #[arg(long, help_heading = ADMISSION_HEADING, value_name = "POLICY", default_value = ADMISSION_POLICIES[0], value_parser = ADMISSION_POLICIES)]
     admission: String,
     /// Race: children proposed in a step.
-    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "K", default_value_t = harness_race::DEFAULT_CHILDREN)]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "K", default_value_t = harness_race::DEFAULT_CHILDREN, value_parser = super::count::<usize>(1..=harness_race::MAX_CHILDREN as u64))]
     race_children: usize,
     /// Race: tasks in each block (default: one per search slot, at least 2).
-    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "N")]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "N", value_parser = super::count::<usize>(bounds::RACE_TASKS))]
     race_block: Option<usize>,
     /// Race: most tasks a child runs (default: every task of the round).
-    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "N")]
+    #[arg(long, help_heading = ADMISSION_HEADING, value_name = "N", value_parser = super::count::<usize>(bounds::RACE_TASKS))]
     race_cap: Option<usize>,
     /// Race: one-sided significance level of the paired t test at the cap.
     #[arg(long, help_heading = ADMISSION_HEADING, value_name = "ALPHA", default_value_t = harness_race::DEFAULT_ALPHA)]
@@ -150,29 +151,29 @@ pub struct EvolveArgs {
     #[arg(long, value_name = "DIR")]
     run_dir: Option<PathBuf>,
     /// Islands at the start.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(bounds::ISLANDS))]
     islands: usize,
     /// Rounds to run (default 4 unless --hours is given).
-    #[arg(long, conflicts_with = "hours")]
+    #[arg(long, conflicts_with = "hours", value_parser = super::count::<usize>(bounds::ROUNDS))]
     rounds: Option<usize>,
     /// Wall-clock limit in hours: at it the step in flight is cancelled (--resume redoes it).
     #[arg(long)]
     hours: Option<f64>,
     /// Threads for evaluating tasks in parallel.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
     jobs: usize,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Rounds without a gain in an island's best search quality before the orchestrator steps
     /// in (validation is held out: it never steers the search).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(bounds::PATIENCE))]
     patience: usize,
     /// How a harness's quality aggregates its per-task gains.
     #[arg(long, value_enum, default_value_t = Quality::Best)]
     quality: Quality,
     /// Attempts per task in each evaluation.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::ATTEMPTS))]
     attempts: usize,
     /// The agent that writes optimizer programs (`builtin`; `verbatim`: the parent unchanged;
     /// `llm`: a language model from the agents file's [writer] pool, needs --agents).
@@ -205,7 +206,7 @@ pub struct EvolveArgs {
     seed_harness: Vec<PathBuf>,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     /// Objective evaluations of every task, replacing the suite's budget (a record campaign's
     /// setting: longer episodes let a program go deeper; recorded in the run).
@@ -228,9 +229,6 @@ pub struct EvolveArgs {
 
 /// Runs `milo evolve`.
 pub fn run(args: &EvolveArgs) -> Result<i32> {
-    if args.jobs == 0 {
-        return Err(MiloError::Usage("--jobs must be at least 1".into()));
-    }
     let cancel = super::cancel_on_ctrl_c();
     check_hours(args.hours)?;
     let mut search = match &args.resume {
@@ -268,17 +266,6 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
 }
 
 fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
-    if args.islands == 0 {
-        return Err(MiloError::Usage("--islands must be at least 1".into()));
-    }
-    if args.attempts == 0 {
-        return Err(MiloError::Usage("--attempts must be at least 1".into()));
-    }
-    if args.tasks_per_round == 0 {
-        return Err(MiloError::Usage(
-            "--tasks-per-round must be at least 1".into(),
-        ));
-    }
     let agents = match &args.agents {
         Some(path) => Some(AgentsConfig::load(path)?),
         None => {

@@ -99,6 +99,16 @@ fn problem_names() -> ProblemName {
 
 /// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
 /// installs it once).
+/// The parser of a count flag bounded by `range` (one of [`crate::bounds`]): a value outside
+/// it exits 2 naming the flag, the value and the range.
+fn count<T>(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: Send + Sync + 'static + std::error::Error + ToString,
+{
+    clap::builder::RangedU64ValueParser::<T>::new().range(range)
+}
+
 fn cancel_on_ctrl_c() -> CancelToken {
     let cancel = CancelToken::new();
     let handler = cancel.clone();

@@ -55,7 +55,7 @@ pub struct OptimizeArgs {
     #[arg(long, default_value_t = 1, conflicts_with = "resume")]
     seed: u64,
     /// Threads for independent restarts (default 1; with --resume, the run's own).
-    #[arg(long)]
+    #[arg(long, value_parser = super::count::<usize>(crate::bounds::JOBS))]
     jobs: Option<usize>,
     /// Where to write the best construction, in the format its name asks for (`.npy` float64,
     /// `.txt`/`.csv` text, anything else JSON; `.gz` gzips): created at the start (an existing
@@ -433,9 +433,8 @@ fn lock_run(trace: &Path) -> Result<DirLock> {
 
 /// Budget and thread-count checks common to new and resumed runs.
 fn check_budgets(args: &OptimizeArgs, jobs: usize) -> Result<()> {
-    if jobs == 0 {
-        return Err(MiloError::Usage("--jobs must be at least 1".into()));
-    }
+    // Checked here too for a resumed run's recorded jobs.
+    crate::bounds::check("--jobs", jobs as u64, &crate::bounds::JOBS).map_err(MiloError::Usage)?;
     if let Some(seconds) = args.budget {
         check_seconds("--budget", seconds).map_err(MiloError::Usage)?;
     }

@@ -211,8 +211,14 @@ impl Harness {
                 return Err(format!("menu.{}: must be ≥ 0, got {w}", kind_key(*kind)));
             }
         }
-        if self.menu.values().sum::<f64>() <= 0.0 {
+        let total = self.menu.values().sum::<f64>();
+        if total <= 0.0 {
             return Err("menu: at least one edit needs a positive weight".into());
+        }
+        if !total.is_finite() {
+            return Err(format!(
+                "menu: the weights must add up to a finite number, got {total}"
+            ));
         }
         for (i, rule) in self.rules.iter().enumerate() {
             if !(rule.boost.is_finite() && rule.boost > 0.0) {
@@ -541,6 +547,12 @@ mod tests {
         assert!(err(&bad.to_toml()).contains("menu"));
         let text = base.to_toml().replace("[menu]", "[menu]\nteleport = 1.0");
         assert!(err(&text).contains("teleport"));
+        let mut bad = base.clone();
+        for w in bad.menu.values_mut() {
+            *w = 1.7e308;
+        }
+        let e = err(&bad.to_toml());
+        assert!(e.contains("menu") && e.contains("finite"), "{e}");
         let llm = llm_writer_harness();
         for (key, bad) in [
             ("tries", "tries = 9"),

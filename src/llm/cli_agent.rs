@@ -272,8 +272,11 @@ fn parse_text(stdout: &str) -> Result<(String, Usage), Failure> {
 }
 
 /// A count at `key` of a JSON object (0 when absent).
-fn count(object: &Value, key: &str) -> u64 {
-    object.get(key).and_then(Value::as_u64).unwrap_or(0)
+/// The token count `key` of a usage object (0 when absent), bounded by
+/// [`super::MAX_REPORTED_TOKENS`].
+fn count(object: &Value, key: &str) -> Result<u64, Failure> {
+    let tokens = object.get(key).and_then(Value::as_u64).unwrap_or(0);
+    super::reported_tokens(&format!("usage.{key}"), tokens).map_err(Failure::Unusable)
 }
 
 /// `claude -p --output-format json`: `{"type": "result", "is_error": false, "result": "…",
@@ -305,14 +308,20 @@ fn parse_claude_json(stdout: &str) -> Result<(String, Usage), Failure> {
     let text = result
         .ok_or_else(|| Failure::Unusable(format!("no string `result` in {}", excerpt(stdout))))?;
     let usage = value.get("usage").cloned().unwrap_or(Value::Null);
+    let cost_usd = value.get("total_cost_usd").and_then(Value::as_f64);
+    if let Some(cost) = cost_usd.filter(|c| !(0.0..=1e6).contains(c)) {
+        return Err(Failure::Unusable(format!(
+            "total_cost_usd must be in [0, 1e6] for one answer, got {cost}"
+        )));
+    }
     Ok((
         text.to_string(),
         Usage {
-            prompt_tokens: count(&usage, "input_tokens")
-                + count(&usage, "cache_creation_input_tokens")
-                + count(&usage, "cache_read_input_tokens"),
-            completion_tokens: count(&usage, "output_tokens"),
-            cost_usd: value.get("total_cost_usd").and_then(Value::as_f64),
+            prompt_tokens: count(&usage, "input_tokens")?
+                + count(&usage, "cache_creation_input_tokens")?
+                + count(&usage, "cache_read_input_tokens")?,
+            completion_tokens: count(&usage, "output_tokens")?,
+            cost_usd,
             requests: 1,
         },
     ))
@@ -348,8 +357,11 @@ fn parse_codex_jsonl(stdout: &str) -> Result<(String, Usage), Failure> {
             }
             Some("turn.completed") => {
                 let u = event.get("usage").unwrap_or(&Value::Null);
-                usage.prompt_tokens += count(u, "input_tokens");
-                usage.completion_tokens += count(u, "output_tokens");
+                usage += Usage {
+                    prompt_tokens: count(u, "input_tokens")?,
+                    completion_tokens: count(u, "output_tokens")?,
+                    ..Usage::default()
+                };
             }
             Some("turn.failed") => {
                 failure = event
@@ -398,6 +410,19 @@ mod tests {
         assert!(matches!(
             parse_claude_json("Error: no"),
             Err(Failure::Unusable(_))
+        ));
+        let wrapping = out.replace(
+            "\"output_tokens\":7",
+            "\"output_tokens\":18446744073709551615",
+        );
+        assert!(matches!(
+            parse_claude_json(&wrapping),
+            Err(Failure::Unusable(m)) if m.contains("usage.output_tokens") && m.contains("18446744073709551615")
+        ));
+        let priced = out.replace("0.25", "1e300");
+        assert!(matches!(
+            parse_claude_json(&priced),
+            Err(Failure::Unusable(m)) if m.contains("total_cost_usd")
         ));
     }
 

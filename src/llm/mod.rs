@@ -121,10 +121,26 @@ pub struct Usage {
     pub requests: u64,
 }
 
+/// Most tokens one answer may report (prompt or completion): a count past it is a malformed
+/// answer, not a sum to wrap.
+pub const MAX_REPORTED_TOKENS: u64 = 1_000_000_000;
+
+/// A token count a server or agent reported for one answer, checked against
+/// [`MAX_REPORTED_TOKENS`]; `what` names it (`usage.prompt_tokens`) in the one-line error.
+pub fn reported_tokens(what: &str, tokens: u64) -> Result<u64, String> {
+    if tokens <= MAX_REPORTED_TOKENS {
+        Ok(tokens)
+    } else {
+        Err(format!(
+            "{what} must be at most {MAX_REPORTED_TOKENS} for one answer, got {tokens}"
+        ))
+    }
+}
+
 impl Usage {
     /// Prompt plus completion tokens.
     pub fn tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 
     /// Whether nothing was spent (no request made): what a built-in part records.
@@ -151,9 +167,12 @@ impl Usage {
 
 impl AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.requests += other.requests;
+        // Sums over a long run stay exact far below u64::MAX; saturating all the same.
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.requests = self.requests.saturating_add(other.requests);
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),

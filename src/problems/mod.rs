@@ -223,6 +223,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_construction_cap_holds_the_longest_construction_of_every_problem() {
+        // The cap of construction reads is derived from the largest length a problem allows.
+        let largest = all().iter().map(|p| p.spec().max_len as u64).max().unwrap();
+        assert_eq!(largest, crate::bounded_read::LARGEST_MAX_LEN);
+    }
+
+    #[test]
     fn every_data_file_parses_and_matches_its_slug() {
         for p in all() {
             let spec = p.spec();

@@ -67,9 +67,22 @@ impl EditKind {
 pub struct EditMenu(WeightedIndex<f64>);
 
 impl EditMenu {
-    /// The menu of `weights`; `None` when no weight is positive.
+    /// The menu of `weights`; `None` when no weight is positive. Weights whose sum overflows
+    /// (a harness's boosts can multiply finite weights past `f64::MAX`) are drawn as scaled by
+    /// their largest, the infinite ones alike.
     pub fn new(weights: &[f64]) -> Option<EditMenu> {
-        WeightedIndex::new(weights).ok().map(EditMenu)
+        if weights.iter().sum::<f64>().is_finite() {
+            return WeightedIndex::new(weights).ok().map(EditMenu);
+        }
+        let largest = weights.iter().copied().fold(0.0, f64::max);
+        let scaled: Vec<f64> = weights
+            .iter()
+            .map(|&w| match largest.is_infinite() {
+                true => f64::from(u8::from(w.is_infinite())),
+                false => w / largest,
+            })
+            .collect();
+        WeightedIndex::new(&scaled).ok().map(EditMenu)
     }
 
     /// Every edit kind with the same weight: program evolution's mutation step.
@@ -492,6 +505,21 @@ pub(crate) mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use std::path::Path;
+
+    #[test]
+    fn a_menu_whose_weights_overflow_still_draws_the_heaviest() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut weights = vec![0.0; EditKind::ALL.len()];
+        weights[0] = 1.7e308;
+        weights[1] = 1.7e308;
+        let menu = EditMenu::new(&weights).expect("a positive weight");
+        for _ in 0..20 {
+            assert!(EditKind::ALL[..2].contains(&menu.draw(&mut rng)));
+        }
+        weights[2] = f64::INFINITY;
+        let menu = EditMenu::new(&weights).expect("a positive weight");
+        assert_eq!(menu.draw(&mut rng), EditKind::ALL[2]);
+    }
 
     fn program(slug: &str) -> Program {
         let text = match slug {

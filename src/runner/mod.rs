@@ -280,8 +280,9 @@ impl<'a> Runner<'a> {
             Action::Repeat(Repeat { times, body }) => {
                 let mut current = current;
                 for t in 0..*times {
-                    // A body that spends no evaluations never exhausts its share: the
-                    // deadline and Ctrl-C are checked between passes.
+                    // The deadline and Ctrl-C are checked between passes; a pass costs at
+                    // least one evaluation (the runner scores what it made), so a body that
+                    // spends none still ends under an evaluation budget.
                     if budget.exhausted().is_some() {
                         break;
                     }
@@ -293,7 +294,7 @@ impl<'a> Runner<'a> {
                         &pass,
                         derive_seed(seed, t as u64),
                     );
-                    budget.charge(pass.used());
+                    budget.charge(pass.used().max(1));
                 }
                 current
             }
@@ -310,7 +311,7 @@ impl<'a> Runner<'a> {
                     let share = budget.share(1.0);
                     current =
                         self.run_steps(body, &body_path, current, &share, derive_seed(seed, pass));
-                    budget.charge(share.used());
+                    budget.charge(share.used().max(1));
                     stalled = if self.direction().gain(self.best_score, before) > *min_gain {
                         0
                     } else {
@@ -350,6 +351,16 @@ impl<'a> Runner<'a> {
         budget: &Budget,
         seed: u64,
     ) -> Vec<f64> {
+        // Under an evaluation budget each restart gets at least one evaluation and costs at
+        // least one (the runner scores what it made): no more restarts run than evaluations
+        // remain, so nested blocks of evaluation-free steps end too.
+        let count = match budget.remaining_evaluations() {
+            Some(left) => count.min(usize::try_from(left).unwrap_or(usize::MAX)),
+            None => count,
+        };
+        if count == 0 {
+            return current;
+        }
         let per_run_evaluations = budget.remaining_evaluations().map(|r| r / count as u64);
         let deadline = budget.deadline;
         let problem = self.problem;
@@ -386,7 +397,7 @@ impl<'a> Runner<'a> {
         let mut chosen: Option<(Vec<f64>, f64)> = None;
         for (best, best_score, _end, evaluations, stages) in results {
             self.evaluations += evaluations;
-            budget.charge(evaluations);
+            budget.charge(evaluations.max(1));
             self.trace.stages.extend(stages);
             self.consider(&best, best_score);
             let replace = match &chosen {
@@ -508,7 +519,7 @@ mod tests {
         let settings = RunSettings {
             seed: 1,
             seconds: None,
-            evaluations: Some(10),
+            evaluations: Some(100),
             jobs: 1,
             cancel: CancelToken::new(),
         };
@@ -519,6 +530,41 @@ mod tests {
         assert!(lengths.iter().all(|&n| n <= max_len), "{lengths:?}");
         // 80 · 2^10 = 81,920 fits under 100,000; the next doubling would not.
         assert_eq!(*lengths.iter().max().unwrap(), 80 << 10);
+    }
+
+    #[test]
+    fn blocks_of_evaluation_free_steps_end_under_an_evaluation_budget() {
+        let problem = by_slug("third-autocorrelation-inequality").unwrap();
+        let perturb = "kind = \"perturb\"\nfraction = 0.1\nscale = 0.01\n";
+        let nested = |block: &str, key: &str, count: u64| {
+            format!(
+                "name = \"loop\"\n\n[[steps]]\nkind = \"{block}\"\n{key} = {count}\n\n\
+                 [[steps.body]]\nkind = \"{block}\"\n{key} = {count}\n\n\
+                 [[steps.body.body]]\n{perturb}"
+            )
+        };
+        for text in [
+            nested("repeat", "times", 10_000),
+            nested("restarts", "count", 256),
+            format!(
+                "name = \"stall\"\n\n[[steps]]\nkind = \"until_stall\"\npatience = 1000\n\
+                 min_gain = 0.0\n\n[[steps.body]]\n{perturb}"
+            ),
+        ] {
+            let program = Program::parse(&text, std::path::Path::new("loop.toml")).unwrap();
+            let start: Vec<f64> = (0..40).map(|i| 1.0 + (i as f64 * 0.3).sin()).collect();
+            let outcome = run_program(
+                problem.as_ref(),
+                &start,
+                &program,
+                &settings(50),
+                &mut Silent,
+            )
+            .unwrap();
+            // Each pass of a block costs at least one of the 50 evaluations.
+            let stages = outcome.trace.stages.len();
+            assert!(stages <= 50, "{stages} stage runs: {text}");
+        }
     }
 
     fn settings(evaluations: u64) -> RunSettings {

@@ -74,11 +74,10 @@ impl RaceSettings {
                 self.children
             ));
         }
-        if self.block == Some(0) {
-            return Err("--race-block must be at least 1, got 0".into());
-        }
-        if self.cap == Some(0) {
-            return Err("--race-cap must be at least 1, got 0".into());
+        for (name, tasks) in [("--race-block", self.block), ("--race-cap", self.cap)] {
+            if let Some(tasks) = tasks {
+                crate::bounds::check(name, tasks as u64, &crate::bounds::RACE_TASKS)?;
+            }
         }
         if !(self.alpha > 0.0 && self.alpha < 0.5) {
             return Err(format!(

@@ -92,6 +92,42 @@ pub struct RunConfig {
     pub seed_harnesses: Vec<Harness>,
 }
 
+impl RunConfig {
+    /// The one-line error naming the first count out of its bound ([`crate::bounds`]), if
+    /// any: checked when a run starts and again when it resumes from its record.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        use crate::bounds::{self, check};
+        check("--islands", self.islands as u64, &bounds::ISLANDS)?;
+        if let Some(rounds) = self.rounds {
+            check("--rounds", rounds as u64, &bounds::ROUNDS)?;
+        }
+        check("--patience", self.patience as u64, &bounds::PATIENCE)?;
+        check("--attempts", self.attempts as u64, &bounds::ATTEMPTS)?;
+        check(
+            "--tasks-per-round",
+            self.tasks_per_round as u64,
+            &bounds::TASKS_PER_ROUND,
+        )?;
+        if self.task_evaluations == Some(0) {
+            return Err("--task-evaluations must be at least 1, got 0".into());
+        }
+        check(
+            "--seed-harness (files)",
+            self.seed_harnesses.len().max(1) as u64,
+            &bounds::SEED_HARNESSES,
+        )?;
+        check(
+            "--mutators (names)",
+            self.mutators.len() as u64,
+            &bounds::METHODS,
+        )?;
+        if let AdmissionPolicy::Race(race) = &self.admission {
+            race.check()?;
+        }
+        Ok(())
+    }
+}
+
 /// How a step decides its children (a part chosen by name: `paired` or `race`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "snake_case")]

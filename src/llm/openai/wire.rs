@@ -1,7 +1,7 @@
 //! The chat-completions wire format: the request milo sends and the part of the answer it
 //! reads, as the project's own serde types.
 
-use crate::llm::{Attachment, ChatMessage, ChatRequest, Speaker};
+use crate::llm::{reported_tokens, Attachment, ChatMessage, ChatRequest, Speaker};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -155,13 +155,15 @@ pub(super) fn parse_answer(body: &[u8]) -> Result<Answer, String> {
         .content
         .ok_or("choices[0].message.content is missing or null")?;
     let usage = response.usage;
+    let prompt_tokens = usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0);
+    let completion_tokens = usage
+        .as_ref()
+        .and_then(|u| u.completion_tokens)
+        .unwrap_or(0);
     Ok(Answer {
         text,
-        prompt_tokens: usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0),
-        completion_tokens: usage
-            .as_ref()
-            .and_then(|u| u.completion_tokens)
-            .unwrap_or(0),
+        prompt_tokens: reported_tokens("usage.prompt_tokens", prompt_tokens)?,
+        completion_tokens: reported_tokens("usage.completion_tokens", completion_tokens)?,
     })
 }
 
@@ -196,6 +198,14 @@ mod tests {
         assert!(e.contains("EOF"), "{e}");
         let e = parse_answer(br#"{"choices":[]}"#).unwrap_err();
         assert!(e.contains("no choices"), "{e}");
+        let e = parse_answer(
+            br#"{"choices":[{"message":{"content":"ok"}}],"usage":{"prompt_tokens":18446744073709551615}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("usage.prompt_tokens") && e.contains("18446744073709551615"),
+            "{e}"
+        );
         let e = parse_answer(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap_err();
         assert!(e.contains("content"), "{e}");
         let e = parse_answer(br#"{"choices":[{"message":{"content":7}}]}"#).unwrap_err();

@@ -114,6 +114,7 @@ impl Search {
         jobs: usize,
         cancel: CancelToken,
     ) -> Result<Search> {
+        config.check().map_err(MiloError::Usage)?;
         let parts = Parts::named(&config, jobs, dir)?;
         Search::start_with(dir, config, parts, cancel)
     }
@@ -126,6 +127,7 @@ impl Search {
         parts: Parts,
         cancel: CancelToken,
     ) -> Result<Search> {
+        config.check().map_err(MiloError::Usage)?;
         let suite = load_suite(&config)?;
         let config = RunConfig {
             suite_pin: Some(suite.pin.clone()),
@@ -141,6 +143,10 @@ impl Search {
     /// executor on `jobs` threads.
     pub fn resume(dir: &Path, jobs: usize, cancel: CancelToken) -> Result<Search> {
         let (store, config, records) = open_store(dir)?;
+        config.check().map_err(|message| MiloError::Malformed {
+            path: dir.join(super::lineage::LINEAGE_FILE),
+            message,
+        })?;
         let parts = Parts::named(&config, jobs, dir)?;
         let suite = load_suite(&config)?;
         suite.check_pin(config.suite_pin.as_deref())?;
@@ -418,13 +424,10 @@ pub fn diff(before: &str, after: &str) -> String {
 /// overrides it (`--task-evaluations`).
 fn load_suite(config: &RunConfig) -> Result<Suite> {
     let suite = Suite::load(&config.suite)?;
-    match config.task_evaluations {
-        None => Ok(suite),
-        Some(0) => Err(MiloError::Usage(
-            "--task-evaluations: must be at least 1, got 0".into(),
-        )),
-        Some(evaluations) => Ok(suite.with_task_evaluations(evaluations)),
-    }
+    Ok(match config.task_evaluations {
+        None => suite,
+        Some(evaluations) => suite.with_task_evaluations(evaluations),
+    })
 }
 
 /// The cost measure of a run of `writer` on `suite`: tokens for the LLM writer (what its work
