@@ -263,7 +263,8 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
     }
     child.kill().unwrap(); // SIGKILL while the POST waits for its answer
     child.wait().unwrap();
-    let ledger = std::fs::read_to_string(campaign.join("ledger.jsonl")).unwrap();
+    // Before intents were written, a kill mid-POST left no ledger at all.
+    let ledger = std::fs::read_to_string(campaign.join("ledger.jsonl")).unwrap_or_default();
     let kinds: Vec<String> = ledger
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())

@@ -152,7 +152,7 @@ enum Command {
     /// discoveries promoted, offer each new best to the arena (sent only with --submit).
     ///
     /// A construction the ledger records as possibly sent (milo stopped mid-send, or the request
-    /// failed after it went out) is never sent again on its own, on a resume neither: the
+    /// failed after it went out) is never sent again on its own, not on a resume either: the
     /// campaign says what to check and run.
     ///
     /// Exit codes: 0 the search finished and its best was sent, reported, or not worth offering;
