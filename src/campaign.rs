@@ -6,18 +6,21 @@
 //! - `programs/`: the parent optimizer programs (the problem's default unless others are given);
 //! - `suite.toml`: the valid pulled entries frozen into a suite (starts pinned by sha256);
 //! - `run/`: the MILO search on that suite with discoveries promoted (resumable like any run);
-//! - `ledger.jsonl`: every submission and status (`milo arena status --ledger DIR/ledger.jsonl`).
+//! - `ledger.jsonl`: every submission (its intent, written before sending, and its outcome) and
+//!   status (`milo arena status --ledger DIR/ledger.jsonl`).
 //!
 //! The run's best construction is offered to the arena ([`Campaign::offer`]) at each round's end
 //! and at the end: when it beats the #1 the campaign last saw by the threshold, the live
 //! leaderboard is read again and the rules applied exactly; only a new #1, only with submitting
-//! switched on, and only once per construction, is sent.
+//! switched on, and only once per construction, is sent. A construction the ledger records as
+//! possibly sent (milo stopped mid-send, or the request failed after it went out) is held back
+//! ([`crate::error::MiloError::HeldBack`]), on a resume too.
 
-use crate::arena::ledger::{self, LedgerRecord};
+use crate::arena::ledger::{self, Prior};
 use crate::arena::pull::{pull, PullRequest, PullSummary};
 use crate::arena::rules::Verdict;
 use crate::arena::send::Submitted;
-use crate::arena::submit::{check, send, Checked, Patience};
+use crate::arena::submit::{check, send, Checked, Overrides, Patience};
 use crate::arena::{ApiKey, ArenaClient};
 use crate::bounded_read::{read_bytes_capped, CONFIG_CAP, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
@@ -276,9 +279,18 @@ impl Campaign {
         if checked.assessment.verdict != Verdict::NewFirst {
             return Ok(Offer::NotFirst(Box::new(checked)));
         }
-        let already = ledger::read(&self.ledger())?.iter().any(|r| {
-            matches!(r, LedgerRecord::Submission(s) if s.sha256 == checked.sha256 && s.solution_id.is_some())
-        });
+        // Sent and confirmed already: reported, not sent. Possibly sent (no confirmation): `send`
+        // holds it back and says what to run.
+        let records = ledger::read(&self.ledger())?;
+        let already = matches!(
+            ledger::prior(
+                &records,
+                &checked.sha256,
+                &checked.problem.slug,
+                self.client.base_url()
+            ),
+            Some(Prior::Confirmed(..))
+        );
         match (&self.key, self.settings.submit && !already) {
             (Some(key), true) => {
                 let patience = Patience {
@@ -290,7 +302,7 @@ impl Campaign {
                     &checked,
                     key,
                     &patience,
-                    false,
+                    Overrides::default(),
                     &self.ledger(),
                 )?;
                 // The next offer has to beat this one by the threshold, as the arena will ask.

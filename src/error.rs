@@ -15,6 +15,8 @@
 //! | 8 | busy: another milo process holds the run or benchmark directory's lock |
 //! | 9 | would be dropped: the arena's rules would reject or discard a submission (not sent) |
 //! | 10 | not better: `milo verify FILE --against RIVAL` found that FILE does not beat RIVAL by the problem's `min_improvement` |
+//! | 11 | held back: the ledger records the construction as sent, or possibly sent, to this server; nothing was sent (`--send-again` sends it) |
+//! | 12 | submission failed: `milo campaign` finished its search, but offering or sending its best to the arena failed or was held back |
 //!
 //! Clap's own command-line errors exit 2 as well; a closed standard output ends the command
 //! quietly with exit 0 (see [`crate::cli`]).
@@ -47,6 +49,14 @@ pub const EXIT_WOULD_BE_DROPPED: i32 = 9;
 /// Exit code of `milo verify FILE --against RIVAL` when FILE is valid but does not beat RIVAL by
 /// the problem's `min_improvement` (decided on exact values), so scripts can branch on it.
 pub const EXIT_NOT_BETTER: i32 = 10;
+/// Exit code of `milo arena submit` when the ledger records the construction as sent to this
+/// server, or as possibly sent (an intent with no outcome, or a failure after the request went
+/// out): nothing was sent. `--send-again` sends it.
+pub const EXIT_HELD_BACK: i32 = 11;
+/// Exit code of `milo campaign` when its search finished but offering or sending its best to
+/// the arena failed (a refused key, a timeout, a rate limit past `--max-wait`, a submission
+/// held back as possibly sent already), so that a script tells it from a finished campaign.
+pub const EXIT_SUBMISSION_FAILED: i32 = 12;
 
 /// A rule of a problem broken by a construction, with the first offending index and value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -144,6 +154,10 @@ pub enum MiloError {
         /// What is wrong, with line and column where known.
         message: String,
     },
+    /// A submission held back: the ledger records the construction as sent, or possibly sent,
+    /// to this server (the message says what to run).
+    #[error("{0}")]
+    HeldBack(String),
     /// The construction is not valid for the problem.
     #[error("invalid construction: {0}")]
     Invalid(#[from] Violation),
@@ -168,6 +182,7 @@ impl MiloError {
             MiloError::Io { .. } | MiloError::Malformed { .. } => EXIT_INPUT,
             MiloError::Write { .. } => EXIT_WRITE,
             MiloError::Busy { .. } => EXIT_BUSY,
+            MiloError::HeldBack(_) => EXIT_HELD_BACK,
         }
     }
 

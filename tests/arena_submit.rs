@@ -2,7 +2,9 @@
 //! (`tests/mock_arena`): the verdicts before sending, the asynchronous status, rejection by the
 //! threshold, 429 (a `Retry-After: 0` too: bounded tries, a second apart), 401, the blob path, an
 //! upload that dies mid-body — and the key never written or printed, whatever encoding the server
-//! echoes it in, and server ids that are no ids refused.
+//! echoes it in, and server ids that are no ids refused; a submission killed mid-POST or failed
+//! after the server kept it is never sent twice without `--send-again`; `status` names entries
+//! recorded under another server.
 
 mod mock_arena;
 
@@ -179,12 +181,14 @@ fn a_new_first_is_sent_recorded_and_followed_until_the_arena_decides() {
         Some(format!("Bearer {KEY}").as_str())
     );
     let ledger = ledger_lines(dir.path());
-    assert_eq!(ledger.len(), 1);
-    assert_eq!(ledger[0]["kind"], "submission");
-    assert_eq!(ledger[0]["assessment"]["verdict"], "new-first");
-    assert_eq!(ledger[0]["upload"], "inline");
-    assert_eq!(ledger[0]["status"], "pending");
-    let id = ledger[0]["solution_id"].as_i64().unwrap();
+    assert_eq!(ledger.len(), 2, "an intent, then its outcome");
+    assert_eq!(ledger[0]["kind"], "intent");
+    assert_eq!(ledger[1]["kind"], "submission");
+    assert_eq!(ledger[1]["intent"], ledger[0]["intent"]);
+    assert_eq!(ledger[1]["assessment"]["verdict"], "new-first");
+    assert_eq!(ledger[1]["upload"], "inline");
+    assert_eq!(ledger[1]["status"], "pending");
+    let id = ledger[1]["solution_id"].as_i64().unwrap();
 
     // The mock keeps it pending for one poll, then decides.
     let first = milo(
@@ -220,7 +224,7 @@ fn a_new_first_is_sent_recorded_and_followed_until_the_arena_decides() {
         ],
     );
     assert!(by_id.stdout.contains("evaluated"), "{}", by_id.stdout);
-    assert_eq!(ledger_lines(dir.path()).len(), 3);
+    assert_eq!(ledger_lines(dir.path()).len(), 4);
 
     let board = milo(
         dir.path(),
@@ -338,9 +342,16 @@ fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
     assert!(last["solution_id"].is_null());
     assert!(last["error"].as_str().unwrap().contains("rate-limited"));
 
-    // The mock echoes the Authorization header it got into its 401 body.
+    // The mock echoes the Authorization header it got into its 401 body. (The file was sent to
+    // this mock already: only --send-again sends it once more.)
     let wrong = "wrong-key-9876543210";
-    let refused = submit(dir.path(), Some(wrong), &file, &arena.base, &[]);
+    let refused = submit(
+        dir.path(),
+        Some(wrong),
+        &file,
+        &arena.base,
+        &["--send-again"],
+    );
     assert_eq!(refused.code, 4, "{}", refused.all());
     assert!(
         refused.stderr.contains("refused the key"),
@@ -568,9 +579,9 @@ fn a_key_echoed_by_the_server_in_any_encoding_reaches_no_file_and_no_output() {
     assert_eq!(board.code, 0, "{}", board.all());
     assert!(board.stdout.contains("<redacted>"), "{}", board.stdout);
     let recorded = ledger_lines(dir.path());
-    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded.len(), 2, "an intent, then its outcome");
     let agents: std::collections::HashSet<String> = echoes().into_iter().collect();
-    let recorded_board = recorded[0]["leaderboard"].as_array().unwrap();
+    let recorded_board = recorded[1]["leaderboard"].as_array().unwrap();
     assert_eq!(recorded_board.len(), agents.len(), "every entry recorded");
     for entry in recorded_board {
         let agent = entry["agentName"].as_str().unwrap();
@@ -606,9 +617,11 @@ fn a_server_id_that_is_no_id_is_refused_naming_the_rule_and_the_scrubbed_value()
     ] {
         let body = serde_json::json!({"id": id, "status": "pending"}).to_string();
         let base = answering_once(200, &body);
-        let error = client(&base)
+        let failed = client(&base)
             .submit_inline(&key, &ArenaId::Number(2), "{\"values\":[1.0]}")
             .expect_err("an id that is no id is refused");
+        assert!(failed.may_have_arrived, "the server accepted it");
+        let error = failed.error;
         let message = error.to_string();
         assert_eq!(error.exit_code(), milo::error::EXIT_REMOTE, "{message}");
         assert_eq!(message.lines().count(), 1, "{message}");
@@ -708,4 +721,210 @@ fn a_429_asking_for_no_wait_is_retried_a_bounded_number_of_times_a_second_apart(
         took >= Duration::from_secs(posts as u64 - 1),
         "{took:?} for {posts} POSTs"
     );
+}
+
+/// The last line of standard error, which must be the only `milo:` line of a refusal.
+fn last_error_line(run: &Run) -> &str {
+    run.stderr.trim().lines().last().unwrap_or_default()
+}
+
+fn posts(arena: &MockArena) -> usize {
+    arena
+        .log()
+        .iter()
+        .filter(|r| r.method == "POST" && r.target == "/api/solutions")
+        .count()
+}
+
+/// Polls `arena` until `n` submissions have reached it (at most 60 s): no sleep-and-hope.
+fn wait_for_posts(arena: &MockArena, n: usize) {
+    let started = Instant::now();
+    while posts(arena) < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no POST within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    // The mock keeps the first submission and never answers it.
+    let (arena, best) = mock(MockOptions {
+        unanswered_submissions: 1,
+        ..MockOptions::default()
+    });
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(["arena", "submit", FIRST, &file, "--base-url", &arena.base])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("EINSTEIN_ARENA_BASE_URL")
+        .env_remove("EINSTEIN_ARENA_AGENT")
+        .env("EINSTEIN_ARENA_API_KEY", KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("milo runs");
+    wait_for_posts(&arena, 1);
+    child.kill().unwrap(); // SIGKILL while the POST waits for its answer
+    child.wait().unwrap();
+    let ledger = ledger_lines(dir.path());
+    assert_eq!(ledger.len(), 1, "only the intent: {ledger:?}");
+    assert_eq!(ledger[0]["kind"], "intent");
+    assert_eq!(ledger[0]["base_url"], arena.base.as_str());
+    assert_eq!(ledger[0]["slug"], FIRST);
+    assert_eq!(ledger[0]["sha256"].as_str().unwrap().len(), 64);
+
+    // Run again: held back, one line saying what to check and run; nothing posted.
+    let again = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
+    assert_eq!(again.code, 11, "{}", again.all());
+    let line = last_error_line(&again);
+    assert_eq!(again.stderr.matches("milo:").count(), 1, "{}", again.stderr);
+    assert!(line.contains("may already be on"), "{line}");
+    assert!(line.contains("--send-again"), "{line}");
+    assert!(line.contains("milo arena status"), "{line}");
+    assert_eq!(posts(&arena), 1, "not posted twice");
+
+    // `status` lists it as unconfirmed.
+    let status = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert_eq!(status.code, 0, "{}", status.all());
+    assert!(status.stdout.contains("unconfirmed:"), "{}", status.stdout);
+    assert!(status.stdout.contains("better.json"), "{}", status.stdout);
+
+    // The user is sure it never arrived: --send-again posts it, recorded against a new intent.
+    let resent = submit(dir.path(), Some(KEY), &file, &arena.base, &["--send-again"]);
+    assert_eq!(resent.code, 0, "{}", resent.all());
+    assert_eq!(posts(&arena), 2);
+    let ledger = ledger_lines(dir.path());
+    let kinds: Vec<&str> = ledger.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["intent", "intent", "submission"]);
+    assert_eq!(ledger[2]["intent"], ledger[1]["intent"]);
+    assert_ne!(ledger[1]["intent"], ledger[0]["intent"]);
+
+    // Confirmed now: a plain run says where it went and posts nothing.
+    let third = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
+    assert_eq!(third.code, 11, "{}", third.all());
+    assert!(
+        last_error_line(&third).contains("already sent"),
+        "{}",
+        third.stderr
+    );
+    assert_eq!(posts(&arena), 2);
+    let status = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert!(!status.stdout.contains("unconfirmed:"), "{}", status.stdout);
+    assert_key_nowhere(dir.path(), &[&again, &status, &resent, &third]);
+}
+
+#[test]
+fn a_submission_the_server_kept_but_answered_500_is_unconfirmed_and_held_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions {
+        failing_submissions: 1,
+        ..MockOptions::default()
+    });
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let failed = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
+    assert_eq!(failed.code, 4, "{}", failed.all());
+    assert!(failed.stderr.contains("HTTP 500"), "{}", failed.stderr);
+    let last = ledger_lines(dir.path()).pop().unwrap();
+    assert_eq!(last["may_have_arrived"], true);
+    assert!(last["solution_id"].is_null());
+
+    let again = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
+    assert_eq!(again.code, 11, "{}", again.all());
+    assert!(
+        last_error_line(&again).contains("HTTP 500"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(posts(&arena), 1, "not posted twice");
+
+    // A refusal is no doubt: after a 401 the same file is sent (to another mock) on a plain run.
+    let (other, _) = mock(MockOptions::default());
+    let refused = submit(
+        dir.path(),
+        Some("wrong-key-9876543210"),
+        &file,
+        &other.base,
+        &[],
+    );
+    assert_eq!(refused.code, 4, "{}", refused.all());
+    assert_eq!(
+        ledger_lines(dir.path()).pop().unwrap()["may_have_arrived"],
+        false
+    );
+    let sent = submit(dir.path(), Some(KEY), &file, &other.base, &[]);
+    assert_eq!(sent.code, 0, "{}", sent.all());
+    assert_eq!(posts(&other), 2, "the refused POST and the accepted one");
+}
+
+#[test]
+fn status_names_a_pending_submission_recorded_under_another_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions::default());
+    let (elsewhere, _) = mock(MockOptions::default());
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let sent = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
+    assert_eq!(sent.code, 0, "{}", sent.all());
+    let asked_before = arena.log().len();
+    let status = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &elsewhere.base],
+    );
+    assert_eq!(status.code, 0, "{}", status.all());
+    assert!(
+        status.stdout.contains(&format!(
+            "recorded under {}, not the server asked",
+            arena.base
+        )),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status
+            .stdout
+            .contains(&format!("pass --base-url {} to ask it", arena.base)),
+        "{}",
+        status.stdout
+    );
+    assert_eq!(
+        arena.log().len(),
+        asked_before,
+        "the other server is not asked"
+    );
+    assert!(
+        elsewhere.log().is_empty(),
+        "nothing of it is asked of this one"
+    );
+    // Asked under its own server, no note.
+    let here = milo(
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    );
+    assert!(!here.stdout.contains("recorded under"), "{}", here.stdout);
 }

@@ -1,6 +1,7 @@
 //! `milo campaign` against a loopback mock arena (`tests/mock_arena`): from the served
 //! leaderboard to a submission the mock accepts as #1, followed by `milo arena status`, resumed
-//! without a second submission, and the key never written.
+//! without a second submission, and the key never written; a campaign killed mid-POST resumed
+//! without posting again, and a refused submission told from a finished search by exit 12.
 
 mod mock_arena;
 
@@ -97,10 +98,11 @@ fn a_campaign_ends_with_a_submission_the_mock_accepts_as_first() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 1, "one submission");
-    assert_eq!(lines[0]["assessment"]["verdict"], "new-first");
+    assert_eq!(lines.len(), 2, "one submission: its intent and its outcome");
+    assert_eq!(lines[0]["kind"], "intent");
+    assert_eq!(lines[1]["assessment"]["verdict"], "new-first");
     // The submitted file is the run's best at the time, verified exactly.
-    let file = Path::new(lines[0]["file"].as_str().unwrap());
+    let file = Path::new(lines[1]["file"].as_str().unwrap());
     let file = if file.is_absolute() {
         file.to_path_buf()
     } else {
@@ -110,7 +112,7 @@ fn a_campaign_ends_with_a_submission_the_mock_accepts_as_first() {
     let exact = problem.score_exact(&values);
     assert_eq!(
         milo::exact::rational::decimal_string(&exact, 40),
-        lines[0]["assessment"]["score_exact"].as_str().unwrap()
+        lines[1]["assessment"]["score_exact"].as_str().unwrap()
     );
 
     // The mock decides asynchronously; `milo arena status` resolves the ledger entry.
@@ -168,4 +170,156 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+/// A mock serving the first problem with two toy entries, accepting [`KEY`] for [`AGENT`].
+fn toy_arena(options: MockOptions) -> MockArena {
+    let problem = milo::problems::by_slug(FIRST).unwrap();
+    MockArena::start(
+        vec![MockProblem {
+            id: 2,
+            slug: FIRST.into(),
+            min_improvement: problem.spec().min_improvement,
+        }],
+        vec![
+            (FIRST.into(), "toy-leader".into(), bump(0.5)),
+            (FIRST.into(), "toy-rival".into(), bump(0.7)),
+        ],
+        MockOptions {
+            keys: vec![(KEY.into(), AGENT.into())],
+            ..options
+        },
+        0,
+    )
+}
+
+/// The arguments of a one-round submitting campaign in `campaign` against `base`.
+fn campaign_args(campaign: &Path, base: &str) -> Vec<String> {
+    let program =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("problems/optimizers/lbfgs-cascade.toml");
+    [
+        "campaign",
+        FIRST,
+        "--dir",
+        &campaign.to_string_lossy(),
+        "--base-url",
+        base,
+        "--rounds",
+        "1",
+        "--islands",
+        "1",
+        "--tasks-per-round",
+        "2",
+        "--task-evaluations",
+        "400",
+        "--limit",
+        "2",
+        "--programs",
+        &program.to_string_lossy(),
+        "--agent",
+        AGENT,
+        "--submit",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn posts(arena: &MockArena) -> usize {
+    arena
+        .log()
+        .iter()
+        .filter(|r| r.method == "POST" && r.target == "/api/solutions")
+        .count()
+}
+
+#[test]
+fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
+    let dir = tempfile::tempdir().unwrap();
+    // The mock keeps the first submission and never answers it.
+    let arena = toy_arena(MockOptions {
+        unanswered_submissions: 1,
+        ..MockOptions::default()
+    });
+    let campaign = dir.path().join("c");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(campaign_args(&campaign, &arena.base))
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("EINSTEIN_ARENA_BASE_URL")
+        .env_remove("EINSTEIN_ARENA_AGENT")
+        .env("EINSTEIN_ARENA_API_KEY", KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("milo runs");
+    let started = std::time::Instant::now();
+    while posts(&arena) == 0 {
+        if started.elapsed() > std::time::Duration::from_secs(300) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the campaign posted nothing within 300 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL while the POST waits for its answer
+    child.wait().unwrap();
+    // Before intents were written, a kill mid-POST left no ledger at all.
+    let ledger = std::fs::read_to_string(campaign.join("ledger.jsonl")).unwrap_or_default();
+    let kinds: Vec<String> = ledger
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(kinds, ["\"intent\""], "{ledger}");
+
+    let campaign_arg = campaign.to_string_lossy();
+    let (code, stdout, stderr) = milo(
+        dir.path(),
+        Some(KEY),
+        &["campaign", "--resume", &campaign_arg],
+    );
+    assert_eq!(code, 12, "{stdout}{stderr}");
+    assert_eq!(posts(&arena), 1, "not posted twice");
+    assert!(!stdout.contains("SUBMITTED"), "{stdout}");
+    let last = stderr.trim().lines().last().unwrap();
+    assert!(last.contains("not submitted (exit 12)"), "{last}");
+    assert!(last.contains("may already be on"), "{last}");
+    assert!(last.contains("--send-again"), "{last}");
+    // The report was still written, and names the unconfirmed submission.
+    let report = std::fs::read_to_string(campaign.join("report/index.html")).unwrap();
+    assert!(report.contains("unconfirmed:"), "the report says so");
+    for entry in walk(dir.path()) {
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        assert!(!text.contains(KEY), "the key is in {}", entry.display());
+    }
+}
+
+#[test]
+fn a_campaign_whose_submission_is_refused_exits_12_and_a_resume_sends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let arena = toy_arena(MockOptions::default());
+    let campaign = dir.path().join("c");
+    let args = campaign_args(&campaign, &arena.base);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let wrong = "wrong-key-9876543210";
+    let (code, stdout, stderr) = milo(dir.path(), Some(wrong), &args);
+    assert_eq!(
+        code, 12,
+        "the search finished, the submission did not: {stdout}{stderr}"
+    );
+    assert!(posts(&arena) >= 1, "it was tried");
+    let last = stderr.trim().lines().last().unwrap();
+    assert!(last.contains("not submitted (exit 12)"), "{last}");
+    assert!(last.contains("refused the key"), "{last}");
+    assert!(last.contains("--resume"), "{last}");
+    assert!(!stderr.contains(wrong), "{stderr}");
+
+    // A refusal is no doubt: resumed with the right key, the best is sent.
+    let campaign_arg = campaign.to_string_lossy();
+    let (code, stdout, stderr) = milo(
+        dir.path(),
+        Some(KEY),
+        &["campaign", "--resume", &campaign_arg],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("SUBMITTED"), "{stdout}");
 }

@@ -1,10 +1,14 @@
-//! The submission ledger: an append-only JSON-lines file of every submission milo sent (or tried
-//! to send) and of every status the arena later gave it.
+//! The submission ledger: an append-only, write-ahead JSON-lines file of every submission milo sent
+//! (or tried to send) and of every status the arena later gave it.
 //!
-//! A line is a [`LedgerRecord`]: a `submission` (the file's sha256 and exact score, the leaderboard
-//! it was checked against, the verdict, how it was sent, the server's answer or the failure) or a
-//! `status` (a later answer of `GET /api/solutions/{id}`). Lines are only ever appended, each
-//! written whole and synced; a torn last line (a crash mid-write) is skipped on reading. Nothing
+//! A line is a [`LedgerRecord`]: an `intent` (written and synced before the first request of a
+//! send: the file's sha256, the slug, the server, the file, the time), a `submission` (the outcome
+//! of that intent, naming it: the exact score, the leaderboard it was checked against, the
+//! verdict, how it was sent, the server's answer or the failure) or a `status` (a later answer of
+//! `GET /api/solutions/{id}`). An intent with no outcome (milo was killed mid-send), and a failure
+//! that came after the request went out, are *unconfirmed*: the arena may hold the submission, so
+//! it is never sent again on its own ([`prior`], [`unconfirmed`]). Lines are only ever appended,
+//! each written whole and synced; a torn last line (a crash mid-write) is skipped on reading. Nothing
 //! secret is written: the key never enters a record, and each line is scrubbed of the secrets in
 //! use ([`secrets::scrub_json`]) before it is written, whatever the server sent.
 
@@ -24,15 +28,41 @@ pub const DEFAULT_LEDGER: &str = "arena/ledger.jsonl";
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum LedgerRecord {
-    /// A submission sent, or tried.
+    /// A submission about to be sent (written before any request).
+    Intent(IntentRecord),
+    /// A submission sent, or tried: the outcome of an intent.
     Submission(Box<SubmissionRecord>),
     /// A later status of a submission.
     Status(StatusRecord),
 }
 
+/// A submission about to be sent: what the outcome record will name.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IntentRecord {
+    /// This intent's id, unique in the ledger (its outcome names it).
+    pub intent: String,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// The server.
+    pub base_url: String,
+    /// The problem's slug.
+    pub slug: String,
+    /// The construction file as given.
+    pub file: PathBuf,
+    /// SHA-256 of the file's bytes.
+    pub sha256: String,
+    /// Sent although the rules would drop it (`--force`).
+    pub forced: bool,
+    /// `inline` or `blob`.
+    pub upload: String,
+}
+
 /// A submission as sent (or tried).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SubmissionRecord {
+    /// The intent this is the outcome of (absent in ledgers written before intents were).
+    #[serde(default)]
+    pub intent: Option<String>,
     /// When (RFC 3339, UTC).
     pub at: String,
     /// The server.
@@ -59,8 +89,12 @@ pub struct SubmissionRecord {
     pub solution_id: Option<ArenaId>,
     /// The status the server gave on arrival.
     pub status: Option<String>,
-    /// Why it did not reach the server, when it did not.
+    /// Why it failed, when it did.
     pub error: Option<String>,
+    /// It failed after the request went out, with no answer refusing it (a timeout, a cut
+    /// connection, a server error): the arena may hold it.
+    #[serde(default)]
+    pub may_have_arrived: bool,
 }
 
 /// A status the arena gave a submission later.
@@ -159,7 +193,7 @@ pub fn tracked(records: &[LedgerRecord]) -> Vec<Tracked> {
                 submission: (**s).clone(),
                 latest: None,
             }),
-            LedgerRecord::Submission(_) => {}
+            LedgerRecord::Submission(_) | LedgerRecord::Intent(_) => {}
             LedgerRecord::Status(status) => {
                 if let Some(t) = out.iter_mut().rev().find(|t| {
                     t.submission.solution_id.as_ref() == Some(&status.solution_id)
@@ -173,12 +207,107 @@ pub fn tracked(records: &[LedgerRecord]) -> Vec<Tracked> {
     out
 }
 
+/// A submission the arena may hold although no answer recorded in the ledger says so.
+#[derive(Clone, Debug)]
+pub struct Unconfirmed {
+    /// When it was sent (RFC 3339, UTC).
+    pub at: String,
+    /// The server.
+    pub base_url: String,
+    /// The problem's slug.
+    pub slug: String,
+    /// The construction file as given.
+    pub file: PathBuf,
+    /// SHA-256 of the file's bytes.
+    pub sha256: String,
+    /// Why it is unconfirmed, in words.
+    pub why: String,
+}
+
+/// What the ledger says of an earlier send of one construction to one server.
+#[derive(Clone, Debug)]
+pub enum Prior {
+    /// The server accepted it under this id, at this time.
+    Confirmed(ArenaId, String),
+    /// It may have arrived: see [`Unconfirmed`].
+    Unconfirmed(Unconfirmed),
+}
+
+/// The unconfirmed submissions of the ledger, in order: each intent with no outcome (milo stopped
+/// mid-send) and each outcome that failed after its request went out — but none of a
+/// construction the same server later confirmed.
+pub fn unconfirmed(records: &[LedgerRecord]) -> Vec<Unconfirmed> {
+    let answered: std::collections::HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match r {
+            LedgerRecord::Submission(s) => s.intent.as_deref(),
+            _ => None,
+        })
+        .collect();
+    let confirmed = |sha256: &str, slug: &str, base_url: &str| {
+        records.iter().any(|r| {
+            matches!(r, LedgerRecord::Submission(s) if s.solution_id.is_some()
+                && s.sha256 == sha256 && s.slug == slug && s.base_url == base_url)
+        })
+    };
+    records
+        .iter()
+        .filter_map(|r| match r {
+            LedgerRecord::Intent(i) if !answered.contains(i.intent.as_str()) => Some(Unconfirmed {
+                at: i.at.clone(),
+                base_url: i.base_url.clone(),
+                slug: i.slug.clone(),
+                file: i.file.clone(),
+                sha256: i.sha256.clone(),
+                why: "no answer recorded (milo stopped while sending)".into(),
+            }),
+            LedgerRecord::Submission(s) if s.may_have_arrived => Some(Unconfirmed {
+                at: s.at.clone(),
+                base_url: s.base_url.clone(),
+                slug: s.slug.clone(),
+                file: s.file.clone(),
+                sha256: s.sha256.clone(),
+                why: format!(
+                    "it failed after the request went out: {}",
+                    s.error.as_deref().unwrap_or("no answer")
+                ),
+            }),
+            _ => None,
+        })
+        .filter(|u| !confirmed(&u.sha256, &u.slug, &u.base_url))
+        .collect()
+}
+
+/// What the ledger says of an earlier send of the construction `sha256` for `slug` to
+/// `base_url`: the last confirmed one, else the last unconfirmed one, else nothing (never sent,
+/// or only refused).
+pub fn prior(records: &[LedgerRecord], sha256: &str, slug: &str, base_url: &str) -> Option<Prior> {
+    let confirmed = records.iter().rev().find_map(|r| match r {
+        LedgerRecord::Submission(s)
+            if s.sha256 == sha256 && s.slug == slug && s.base_url == base_url =>
+        {
+            s.solution_id
+                .clone()
+                .map(|id| Prior::Confirmed(id, s.at.clone()))
+        }
+        _ => None,
+    });
+    confirmed.or_else(|| {
+        unconfirmed(records)
+            .into_iter()
+            .rev()
+            .find(|u| u.sha256 == sha256 && u.slug == slug && u.base_url == base_url)
+            .map(Prior::Unconfirmed)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn submission(id: Option<i64>) -> LedgerRecord {
         LedgerRecord::Submission(Box::new(SubmissionRecord {
+            intent: None,
             at: "2026-12-03T00:00:00Z".into(),
             base_url: "http://127.0.0.1:1".into(),
             slug: "s".into(),
@@ -199,6 +328,7 @@ mod tests {
             solution_id: id.map(ArenaId::Number),
             status: id.map(|_| "pending".into()),
             error: id.is_none().then(|| "rate limited".into()),
+            may_have_arrived: false,
         }))
     }
 
@@ -233,5 +363,54 @@ mod tests {
         std::fs::write(&path, "garbage\n{}\n").unwrap();
         assert!(read(&path).unwrap_err().to_string().contains("line 1"));
         assert!(read(&dir.path().join("none.jsonl")).unwrap().is_empty());
+    }
+
+    fn intent(id: &str) -> LedgerRecord {
+        LedgerRecord::Intent(IntentRecord {
+            intent: id.into(),
+            at: "2026-12-06T00:00:00Z".into(),
+            base_url: "http://127.0.0.1:1".into(),
+            slug: "s".into(),
+            file: "f.json".into(),
+            sha256: "00".into(),
+            forced: false,
+            upload: "inline".into(),
+        })
+    }
+
+    fn outcome(of: &str, id: Option<i64>, may_have_arrived: bool) -> LedgerRecord {
+        let LedgerRecord::Submission(mut s) = submission(id) else {
+            unreachable!()
+        };
+        s.intent = Some(of.into());
+        s.may_have_arrived = may_have_arrived;
+        LedgerRecord::Submission(s)
+    }
+
+    #[test]
+    fn an_intent_without_an_outcome_or_a_failure_after_sending_is_unconfirmed_until_confirmed() {
+        let prior_of = |records: &[LedgerRecord]| prior(records, "00", "s", "http://127.0.0.1:1");
+        // Refused outright (a 429, a refused key): nothing stands in the way of a new send.
+        let refused = [intent("a"), outcome("a", None, false)];
+        assert!(prior_of(&refused).is_none());
+        assert!(unconfirmed(&refused).is_empty());
+        // Killed mid-send: the intent has no outcome.
+        let killed = [intent("a"), outcome("a", None, false), intent("b")];
+        match prior_of(&killed) {
+            Some(Prior::Unconfirmed(u)) => assert!(u.why.contains("no answer"), "{}", u.why),
+            other => panic!("{other:?}"),
+        }
+        assert!(prior(&killed, "00", "s", "http://127.0.0.1:2").is_none());
+        assert!(prior(&killed, "11", "s", "http://127.0.0.1:1").is_none());
+        // Timed out after the request went out.
+        let timed_out = [intent("a"), outcome("a", None, true)];
+        assert!(matches!(prior_of(&timed_out), Some(Prior::Unconfirmed(_))));
+        // Sent again and confirmed: the earlier doubt is settled.
+        let confirmed = [intent("a"), intent("b"), outcome("b", Some(7), false)];
+        assert!(matches!(
+            prior_of(&confirmed),
+            Some(Prior::Confirmed(ArenaId::Number(7), _))
+        ));
+        assert!(unconfirmed(&confirmed).is_empty());
     }
 }

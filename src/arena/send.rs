@@ -10,7 +10,10 @@
 //! [`Answer::RateLimited`] carrying the server's `Retry-After` (header, or the body's
 //! `retry_after_seconds`); 401 and 403 say the key was refused; every other failure is a
 //! [`MiloError::Remote`]. Every message is scrubbed of the secrets in use ([`secrets::scrub`]), and
-//! the submission id the server gives is checked ([`ArenaId::check`]) before any use.
+//! the submission id the server gives is checked ([`ArenaId::check`]) before any use. A submission
+//! that fails is a [`Failed`], which says whether the server may hold it anyway (the request went
+//! out and no answer refused it: a timeout, a cut connection, a server error, a success answer milo
+//! cannot use), so that the ledger never lets such a submission be sent again on its own.
 
 use super::api_key::{ApiKey, KEY_VARIABLE};
 use super::client::{describe, parse_json, status_message, ArenaClient, ArenaId};
@@ -33,6 +36,27 @@ pub enum Answer<T> {
     Done(T),
     /// HTTP 429: try again after this long.
     RateLimited(Duration),
+}
+
+/// A submission (`POST /api/solutions`) that failed, and whether the server may hold it anyway.
+#[derive(Debug)]
+pub struct Failed {
+    /// What went wrong (scrubbed of the secrets in use).
+    pub error: MiloError,
+    /// The request went out and no answer refused it (a timeout or a cut connection after
+    /// connecting, HTTP 5xx or 303, a success answer milo cannot use): the arena may hold it.
+    pub may_have_arrived: bool,
+}
+
+impl From<MiloError> for Failed {
+    /// A failure known not to have delivered the submission: nothing was posted, or the server
+    /// refused it (a refused key, a rate limit, a client error).
+    fn from(error: MiloError) -> Failed {
+        Failed {
+            error,
+            may_have_arrived: false,
+        }
+    }
 }
 
 /// The answer to `POST /api/solutions`.
@@ -82,7 +106,7 @@ impl ArenaClient {
         key: &ApiKey,
         problem_id: &ArenaId,
         solution_json: &str,
-    ) -> Result<Answer<Submitted>> {
+    ) -> std::result::Result<Answer<Submitted>, Failed> {
         let body = format!(
             "{{\"problem_id\":{},\"solution\":{solution_json}}}",
             id_json(problem_id)
@@ -96,7 +120,7 @@ impl ArenaClient {
         key: &ApiKey,
         problem_id: &ArenaId,
         blob_url: &str,
-    ) -> Result<Answer<Submitted>> {
+    ) -> std::result::Result<Answer<Submitted>, Failed> {
         let body = serde_json::json!({
             "problem_id": problem_id,
             "solution_blob_url": blob_url,
@@ -105,7 +129,7 @@ impl ArenaClient {
         self.submit(key, &body)
     }
 
-    fn submit(&self, key: &ApiKey, body: &str) -> Result<Answer<Submitted>> {
+    fn submit(&self, key: &ApiKey, body: &str) -> std::result::Result<Answer<Submitted>, Failed> {
         let url = format!("{}/api/solutions", self.base_url());
         let request = Secured {
             method: "POST",
@@ -117,9 +141,14 @@ impl ArenaClient {
         let answer: Answer<Submitted> =
             self.send_secured(&request, "a JSON object {id, status}")?;
         if let Answer::Done(submitted) = &answer {
+            // Accepted, under an id milo cannot use: the arena holds it.
             submitted
                 .id
-                .check_sent_by("the server's solution id", &url)?;
+                .check_sent_by("the server's solution id", &url)
+                .map_err(|error| Failed {
+                    error,
+                    may_have_arrived: true,
+                })?;
         }
         Ok(answer)
     }
@@ -135,6 +164,7 @@ impl ArenaClient {
             headers: &[],
         };
         self.send_secured(&request, "a JSON object {clientToken, blobKey, uploadUrl}")
+            .map_err(|failed| failed.error)
     }
 
     /// Uploads `json` with `ticket`; returns the blob's URL for [`ArenaClient::submit_blob`].
@@ -150,7 +180,10 @@ impl ArenaClient {
             body: json,
             headers: &[("x-api-version", BLOB_API_VERSION)],
         };
-        match self.send_secured::<Uploaded>(&request, "a JSON object {url}")? {
+        match self
+            .send_secured::<Uploaded>(&request, "a JSON object {url}")
+            .map_err(|failed| failed.error)?
+        {
             Answer::Done(uploaded) => Ok(uploaded.url),
             Answer::RateLimited(wait) => Err(MiloError::Remote {
                 url: ticket.upload_url.clone(),
@@ -163,16 +196,21 @@ impl ArenaClient {
     }
 
     /// Sends `request`; parses a 2xx answer as `T` (described as `expected`), a 429 as
-    /// [`Answer::RateLimited`], anything else as an error scrubbed of the secrets in use.
+    /// [`Answer::RateLimited`], anything else as an error scrubbed of the secrets in use, saying
+    /// whether the server may have acted on the request.
     fn send_secured<T: serde::de::DeserializeOwned>(
         &self,
         request: &Secured,
         expected: &str,
-    ) -> Result<Answer<T>> {
+    ) -> std::result::Result<Answer<T>, Failed> {
         let secret = request.secret;
-        let remote = |message: String| MiloError::Remote {
+        let error = |message: String| MiloError::Remote {
             url: secrets::scrub(request.url).into_owned(),
             message: secrets::scrub(&message).into_owned(),
+        };
+        let failed = |message: String, may_have_arrived: bool| Failed {
+            error: error(message),
+            may_have_arrived,
         };
         let builder = match request.method {
             "PUT" => self.agent.put(request.url),
@@ -186,8 +224,12 @@ impl ArenaClient {
         }
         let mut response = builder
             .send(request.body)
-            .map_err(|e| remote(describe(&e)))?;
+            .map_err(|e| failed(describe(&e), !never_left(&e)))?;
         let status = response.status().as_u16();
+        // Once the status is known, it decides: a success or a server error may hold the request
+        // (a 303 points at what it made); any other answer refused it.
+        let arrived = matches!(status, 200..=299 | 303 | 500..=599);
+        let remote = |message: String| failed(message, arrived);
         let header = |name: &str| {
             response
                 .headers()
@@ -224,6 +266,21 @@ impl ArenaClient {
             ))),
             _ => Err(remote(status_message(status, &body))),
         }
+    }
+}
+
+/// Whether a failed request never left this machine (no connection was made), so the server
+/// cannot have acted on it; any other failure may have come after the request was sent.
+fn never_left(error: &ureq::Error) -> bool {
+    match error {
+        ureq::Error::HostNotFound
+        | ureq::Error::BadUri(_)
+        | ureq::Error::Http(_)
+        | ureq::Error::InvalidProxyUrl
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Timeout(ureq::Timeout::Resolve | ureq::Timeout::Connect) => true,
+        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::ConnectionRefused,
+        _ => false,
     }
 }
 

@@ -5,15 +5,18 @@
 //! leaderboard, and applies the rules ([`rules::assess`]). [`send`] uploads inline below
 //! [`INLINE_LIMIT`] bytes of JSON and through a blob above it, honours HTTP 429 (at most
 //! [`MAX_RATE_LIMITED`] times, at least [`MIN_RETRY_WAIT`] apart, within `--max-wait` of wall
-//! time, and no longer than its cancel token allows), and appends the attempt to the ledger
-//! whatever happens. [`refresh`] asks the arena for the
+//! time, and no longer than its cancel token allows), through the write-ahead ledger: an intent
+//! before the first request, the outcome after the last, whatever happens; and it never sends on
+//! its own what the ledger records as sent or possibly sent. [`refresh`] asks the arena for the
 //! status of pending submissions and appends what changed.
 
 use super::api_key::ApiKey;
 use super::client::{ArenaClient, ArenaId, ArenaProblem, LeaderboardEntry, MAX_LIMIT};
-use super::ledger::{self, LedgerRecord, StatusRecord, SubmissionRecord, Tracked};
+use super::ledger::{
+    self, IntentRecord, LedgerRecord, Prior, StatusRecord, SubmissionRecord, Tracked,
+};
 use super::rules::{self, Assessment};
-use super::send::{Answer, Submitted};
+use super::send::{Answer, Failed, Submitted};
 use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
 use crate::construction::{read_values, to_json};
@@ -147,16 +150,49 @@ pub struct Patience<'a> {
     pub cancel: &'a CancelToken,
 }
 
-/// Sends a checked construction with `key`, waiting out 429s as `patience` allows, and appends
-/// the attempt to the ledger at `ledger_path` (also when it fails).
+/// What a send may go past.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Overrides {
+    /// Send although the rules would drop it (`--force`; recorded in the ledger).
+    pub force: bool,
+    /// Send although the ledger records this construction as sent, or as possibly sent, to this
+    /// server (`--send-again`).
+    pub send_again: bool,
+}
+
+/// Sends a checked construction with `key`, waiting out 429s as `patience` allows, through the
+/// write-ahead ledger at `ledger_path`: refuses ([`MiloError::HeldBack`]) when the ledger
+/// records this construction as sent or possibly sent to this server (unless
+/// `overrides.send_again`); otherwise appends and syncs an intent before the first request, and
+/// the outcome after the last (also when it fails).
 pub fn send(
     client: &ArenaClient,
     checked: &Checked,
     key: &ApiKey,
     patience: &Patience,
-    forced: bool,
+    overrides: Overrides,
     ledger_path: &Path,
 ) -> Result<Submitted> {
+    let base_url = client.base_url();
+    if !overrides.send_again {
+        let records = ledger::read(ledger_path)?;
+        if let Some(prior) =
+            ledger::prior(&records, &checked.sha256, &checked.problem.slug, base_url)
+        {
+            return Err(held_back(checked, &prior, base_url, ledger_path));
+        }
+    }
+    let intent = IntentRecord {
+        intent: intent_id(),
+        at: now(),
+        base_url: base_url.to_string(),
+        slug: checked.problem.slug.clone(),
+        file: checked.file.clone(),
+        sha256: checked.sha256.clone(),
+        forced: overrides.force,
+        upload: checked.upload_kind().into(),
+    };
+    ledger::append(ledger_path, &LedgerRecord::Intent(intent.clone()))?;
     let sent = if checked.upload_kind() == "blob" {
         send_blob(client, checked, key, patience)
     } else {
@@ -165,23 +201,61 @@ pub fn send(
         })
     };
     let record = SubmissionRecord {
+        intent: Some(intent.intent),
         at: now(),
-        base_url: client.base_url().to_string(),
-        slug: checked.problem.slug.clone(),
+        base_url: intent.base_url,
+        slug: intent.slug,
         problem_id: checked.problem.id.clone(),
-        file: checked.file.clone(),
-        sha256: checked.sha256.clone(),
+        file: intent.file,
+        sha256: intent.sha256,
         n: checked.n,
         assessment: checked.assessment.clone(),
         leaderboard: checked.leaderboard.clone(),
-        forced,
-        upload: checked.upload_kind().into(),
+        forced: overrides.force,
+        upload: intent.upload,
         solution_id: sent.as_ref().ok().map(|s| s.id.clone()),
         status: sent.as_ref().ok().and_then(|s| s.status.clone()),
-        error: sent.as_ref().err().map(|e| e.to_string()),
+        error: sent.as_ref().err().map(|f| f.error.to_string()),
+        may_have_arrived: sent.as_ref().is_err_and(|f| f.may_have_arrived),
     };
     ledger::append(ledger_path, &LedgerRecord::Submission(Box::new(record)))?;
-    sent
+    sent.map_err(|failed| failed.error)
+}
+
+/// The one-line refusal to send `checked` again, saying what to run.
+fn held_back(checked: &Checked, prior: &Prior, base_url: &str, ledger_path: &Path) -> MiloError {
+    let what = format!(
+        "not sent: {} (sha256 {}…) for {}",
+        checked.file.display(),
+        &checked.sha256[..16],
+        checked.problem.slug
+    );
+    let ledger = ledger_path.display();
+    MiloError::HeldBack(match prior {
+        Prior::Confirmed(id, at) => format!(
+            "{what} was already sent to {base_url} as solution {id} ({at}); follow it with \
+             `milo arena status {id} --ledger {ledger} --base-url {base_url}` (--send-again sends \
+             it once more)"
+        ),
+        Prior::Unconfirmed(u) => format!(
+            "{what} may already be on {base_url}: sent {}, {}; look for it among your agent's \
+             submissions on the arena (`milo arena status --ledger {ledger} --base-url \
+             {base_url}` lists it as unconfirmed), and only if it never arrived send it with \
+             `milo arena submit {} {} --base-url {base_url} --ledger {ledger} --send-again`",
+            u.at,
+            u.why,
+            checked.problem.slug,
+            checked.file.display()
+        ),
+    })
+}
+
+/// A fresh intent id: the time in nanoseconds and the process id, in hexadecimal.
+fn intent_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", std::process::id())
 }
 
 /// Uploads the JSON through a blob ticket (a fresh ticket per try) and submits the blob's URL.
@@ -190,7 +264,7 @@ fn send_blob(
     checked: &Checked,
     key: &ApiKey,
     patience: &Patience,
-) -> Result<Submitted> {
+) -> std::result::Result<Submitted, Failed> {
     let mut failure = None;
     for _ in 0..UPLOAD_TRIES {
         let ticket = patiently(patience, || client.upload_ticket(key))?;
@@ -204,16 +278,19 @@ fn send_blob(
         }
     }
     let e = failure.expect("at least one try");
-    Err(MiloError::Remote {
+    Err(Failed::from(MiloError::Remote {
         url: client.base_url().to_string(),
         message: format!("the blob upload failed {UPLOAD_TRIES} times; last: {e}"),
-    })
+    }))
 }
 
 /// Calls `request` until it is not rate-limited, waiting as the server asks (at least
 /// [`MIN_RETRY_WAIT`]); gives up after [`MAX_RATE_LIMITED`] rate-limited answers, when the next
 /// request would start past `patience.max_wait` of wall time, or when the token is cancelled.
-fn patiently<T>(patience: &Patience, mut request: impl FnMut() -> Result<Answer<T>>) -> Result<T> {
+fn patiently<T, E: From<MiloError>>(
+    patience: &Patience,
+    mut request: impl FnMut() -> std::result::Result<Answer<T>, E>,
+) -> std::result::Result<T, E> {
     let started = Instant::now();
     let give_up = |message: String| MiloError::Remote {
         url: "the arena".into(),
@@ -229,22 +306,22 @@ fn patiently<T>(patience: &Patience, mut request: impl FnMut() -> Result<Answer<
         let wait = asked.max(MIN_RETRY_WAIT);
         let spent = started.elapsed();
         if answered >= MAX_RATE_LIMITED || spent + wait > patience.max_wait {
-            return Err(give_up(format!(
+            return Err(E::from(give_up(format!(
                 "rate-limited {answered} times in {} s: the server asks to wait {} s more \
                  (--max-wait is {} s, at most {MAX_RATE_LIMITED} tries); try again later",
                 spent.as_secs(),
                 wait.as_secs_f64().ceil(),
                 patience.max_wait.as_secs()
-            )));
+            ))));
         }
         eprintln!(
             "milo: rate-limited; waiting {} s as the server asks",
             wait.as_secs_f64().ceil()
         );
         if !patience.cancel.wait(wait) {
-            return Err(give_up(format!(
+            return Err(E::from(give_up(format!(
                 "rate-limited {answered} times; stopped waiting: the run was cancelled"
-            )));
+            ))));
         }
     }
 }

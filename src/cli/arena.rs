@@ -5,9 +5,9 @@
 use crate::arena::client::{
     ArenaId, DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, MAX_LIMIT,
 };
-use crate::arena::ledger::{Tracked, DEFAULT_LEDGER};
+use crate::arena::ledger::{self, Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
-use crate::arena::submit::{check, refresh, send, Checked, Patience};
+use crate::arena::submit::{check, refresh, send, Checked, Overrides, Patience};
 use crate::arena::{pull, ApiKey, ArenaClient, PullRequest};
 use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
 use crate::cancel::CancelToken;
@@ -117,13 +117,23 @@ enum ArenaCommand {
     /// would drop unless --force. The key comes from EINSTEIN_ARENA_API_KEY or
     /// ~/.config/einsteinarena/credentials.json and is never written or printed.
     ///
+    /// The ledger is written ahead: an intent before the first request, the outcome after. A
+    /// construction the ledger records as sent to this server, or as possibly sent (an intent
+    /// with no outcome, or a failure after the request went out: a timeout, a cut connection, a
+    /// server error), is not sent again unless --send-again.
+    ///
     /// Exit codes: 0 sent (or, with --dry-run, would be kept); 9 the rules would drop it, nothing
-    /// sent; 3 the construction is invalid; 4 the server failed, refused the key or kept
-    /// rate-limiting past --max-wait; 2 usage errors and unreadable files.
+    /// sent; 11 the ledger records it as sent or possibly sent to this server, nothing sent; 3 the
+    /// construction is invalid; 4 the server failed, refused the key or kept rate-limiting past
+    /// --max-wait; 2 usage errors and unreadable files.
     #[command(after_help = SUBMIT_EXAMPLES)]
     Submit(SubmitArgs),
     /// Ask the arena for the status of the ledger's pending submissions (or of one ID), record
     /// what changed, and list every submission with its latest status.
+    ///
+    /// Only submissions recorded under the --base-url are asked; a pending one recorded under
+    /// another server is listed with a note naming it. Unconfirmed submissions (possibly sent,
+    /// with no answer recorded) are listed after the table, with what to check and run.
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
     /// The live leaderboard (each agent's best), beside our exact re-scores of the entries a
@@ -149,6 +159,10 @@ pub struct SubmitArgs {
     /// Check everything and say what would be sent, but do not send.
     #[arg(long)]
     dry_run: bool,
+    /// Send although the ledger records this construction as sent, or as possibly sent, to this
+    /// server: only once the arena's site shows it never arrived.
+    #[arg(long)]
+    send_again: bool,
 }
 
 /// Arguments of `milo arena status`.
@@ -224,18 +238,19 @@ fn run_submit(args: &SubmitArgs) -> Result<i32> {
         args.sending.agent.as_deref(),
     )?;
     print_check(&checked)?;
-    submit_checked(&client, &checked, key.as_ref(), &args.sending, &args.ledger)
+    submit_checked(&client, &checked, key.as_ref(), args)
 }
 
-/// Sends a checked construction unless the rules would drop it (and `--force` is not given);
-/// without a key (a dry run) only says what would be sent. Returns the exit code.
-pub fn submit_checked(
+/// Sends a checked construction unless the rules would drop it (and `--force` is not given) or
+/// the ledger holds it back; without a key (a dry run) only says what would be sent. Returns the
+/// exit code.
+fn submit_checked(
     client: &ArenaClient,
     checked: &Checked,
     key: Option<&ApiKey>,
-    sending: &SendArgs,
-    ledger: &Path,
+    args: &SubmitArgs,
 ) -> Result<i32> {
+    let (sending, ledger) = (&args.sending, &args.ledger);
     let kept = checked.assessment.verdict.kept();
     if !kept && !sending.force {
         out!("not sent: the arena's rules would drop it (--force sends it anyway)")?;
@@ -255,7 +270,11 @@ pub fn submit_checked(
         max_wait: Duration::from_secs(sending.max_wait),
         cancel: &CancelToken::new(),
     };
-    let submitted = send(client, checked, key, &patience, sending.force, ledger)?;
+    let overrides = Overrides {
+        force: sending.force,
+        send_again: args.send_again,
+    };
+    let submitted = send(client, checked, key, &patience, overrides, ledger)?;
     out!(
         "sent ({}): solution id {}, status {}; recorded in {} (follow with `milo arena status {} --ledger {}`)",
         checked.upload_kind(),
@@ -308,15 +327,40 @@ fn run_status(args: &StatusArgs) -> Result<i32> {
         Err(_) => ArenaId::Text(id.clone()),
     });
     let tracked = refresh(&client, &args.ledger, only.as_ref())?;
-    if tracked.is_empty() {
+    let unconfirmed = match only {
+        Some(_) => Vec::new(),
+        None => ledger::unconfirmed(&ledger::read(&args.ledger)?),
+    };
+    if tracked.is_empty() && unconfirmed.is_empty() {
         out!("no submissions in {}", args.ledger.display())?;
         return Ok(EXIT_OK);
     }
-    print_tracked(&tracked)?;
+    if !tracked.is_empty() {
+        print_tracked(&tracked, client.base_url())?;
+    }
+    for u in &unconfirmed {
+        out!(
+            "unconfirmed: {} (sha256 {}…) for {}, sent {} to {}: {}; look for it among your \
+             agent's submissions on the arena, and only if it never arrived send it with \
+             `milo arena submit {} {} --base-url {} --ledger {} --send-again`",
+            u.file.display(),
+            u.sha256.get(..16).unwrap_or(&u.sha256),
+            u.slug,
+            u.at,
+            u.base_url,
+            clean(&u.why),
+            u.slug,
+            u.file.display(),
+            u.base_url,
+            args.ledger.display()
+        )?;
+    }
     Ok(EXIT_OK)
 }
 
-fn print_tracked(tracked: &[Tracked]) -> Result<()> {
+/// The table of tracked submissions; one recorded under another server than `asked`, and not
+/// decided, gets a note saying it was not asked and how to ask it.
+fn print_tracked(tracked: &[Tracked], asked: &str) -> Result<()> {
     out!(
         "{:>8}  {:<34}  {:<20}  {:<10}  {:<24}  our exact score",
         "id",
@@ -346,6 +390,14 @@ fn print_tracked(tracked: &[Tracked]) -> Result<()> {
         )?;
         if let Some(error) = t.latest.as_ref().and_then(|l| l.error.as_ref()) {
             out!("          the arena says: {}", clean(error))?;
+        }
+        if s.base_url != asked && t.status().is_none_or(|status| status == "pending") {
+            out!(
+                "          recorded under {}, not the server asked ({asked}): its status was \
+                 not asked; pass --base-url {} to ask it",
+                s.base_url,
+                s.base_url
+            )?;
         }
     }
     Ok(())

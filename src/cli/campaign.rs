@@ -8,7 +8,7 @@ use crate::arena::ApiKey;
 use crate::bounds;
 use crate::campaign::{Campaign, CampaignSettings, Offer, SuitePlan};
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, Result, EXIT_OK};
+use crate::error::{MiloError, Result, EXIT_OK, EXIT_SUBMISSION_FAILED};
 use crate::report::write_report;
 use crate::search::evaluation::{Discovery, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver};
@@ -122,24 +122,56 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         },
         campaign.dir().display()
     );
+    // The last offer that failed, unless a later one came to something.
+    let mut failed = None;
     let stop = {
         let mut observer = CampaignObserver {
             status: SearchStatus::new(&search, args.verbose, false),
             campaign: &mut campaign,
             cancel: &offers_cancel,
+            failed: &mut failed,
         };
         search.run(&mut observer)?
     };
     summarise(&search, stop)?;
     let last = campaign.offer(&offers_cancel);
     report_offer(&last)?;
+    settle(&mut failed, last);
     let index = write_report(campaign.dir(), &campaign.dir().join("report"))?;
     out!(
         "campaign report: {}; submissions: milo arena status --ledger {}",
         index.display(),
         campaign.ledger().display()
     )?;
-    last.map(|_| EXIT_OK)
+    let Some(error) = failed else {
+        return Ok(EXIT_OK);
+    };
+    let what_to_run = match error {
+        // Its message says what to check and run.
+        MiloError::HeldBack(_) => String::new(),
+        _ => format!(
+            "; `milo arena status --ledger {}` lists what was sent, and `milo campaign --resume {}` \
+             offers the best again",
+            campaign.ledger().display(),
+            campaign.dir().display()
+        ),
+    };
+    eprintln!(
+        "milo campaign: the search finished, but its best was not submitted (exit \
+         {EXIT_SUBMISSION_FAILED}): {}{what_to_run}",
+        crate::secrets::scrub(&error.to_string())
+    );
+    Ok(EXIT_SUBMISSION_FAILED)
+}
+
+/// Keeps in `failed` the error of an offer that failed; an offer that came to something (checked,
+/// reported or sent) supersedes an earlier failure, and one that did not ask the server keeps it.
+fn settle(failed: &mut Option<MiloError>, offer: Result<Offer>) {
+    match offer {
+        Ok(Offer::NotYet) => {}
+        Ok(_) => *failed = None,
+        Err(e) => *failed = Some(e),
+    }
 }
 
 /// The key, read only when the campaign submits.
@@ -232,6 +264,7 @@ struct CampaignObserver<'a> {
     status: SearchStatus,
     campaign: &'a mut Campaign,
     cancel: &'a CancelToken,
+    failed: &'a mut Option<MiloError>,
 }
 
 impl SearchObserver for CampaignObserver<'_> {
@@ -258,10 +291,17 @@ impl SearchObserver for CampaignObserver<'_> {
         // Standard output gone: the search goes on; the end says it.
         let offer = self.campaign.offer(self.cancel);
         let _ = self.status.suspend(|| report_offer(&offer));
+        if let Err(e) = &offer {
+            eprintln!(
+                "milo campaign: offering the best to the arena failed: {}",
+                crate::secrets::scrub(&e.to_string())
+            );
+        }
+        settle(self.failed, offer);
     }
 }
 
-/// Says what an offer came to.
+/// Says what an offer came to (a failure is said by the caller).
 fn report_offer(offer: &Result<Offer>) -> Result<()> {
     match offer {
         Ok(Offer::NotYet) => {}
@@ -287,7 +327,7 @@ fn report_offer(offer: &Result<Offer>) -> Result<()> {
                 sent.status.as_deref().unwrap_or("unknown")
             )?;
         }
-        Err(e) => eprintln!("milo campaign: offering the best to the arena failed: {e}"),
+        Err(_) => {}
     }
     Ok(())
 }

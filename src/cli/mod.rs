@@ -160,6 +160,16 @@ enum Command {
     Arena(arena::ArenaArgs),
     /// From a live leaderboard to a verified submission: pull, freeze into a suite, search with
     /// discoveries promoted, offer each new best to the arena (sent only with --submit).
+    ///
+    /// A construction the ledger records as possibly sent (milo stopped mid-send, or the request
+    /// failed after it went out) is never sent again on its own, not on a resume either: the
+    /// campaign says what to check and run.
+    ///
+    /// Exit codes: 0 the search finished and its best was sent, reported, or not worth offering;
+    /// 12 the search finished but offering or sending its best failed (a refused key, a timeout,
+    /// a rate limit past --max-wait, a submission held back as possibly sent): the last line says
+    /// why and what to run; 4 the server failed while the campaign was being set up; 2 usage
+    /// errors; 6 unreadable files; 7 write failures; 8 another milo holds the run.
     #[command(after_help = campaign::EXAMPLES)]
     Campaign(Box<campaign::CampaignArgs>),
     /// Task suites: `freeze` construction files into a suite, `show` its tasks and start scores.

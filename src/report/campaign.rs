@@ -3,7 +3,7 @@
 
 use super::html::{Cell, Page};
 use super::run::run_page;
-use crate::arena::ledger::{read, tracked};
+use crate::arena::ledger::{read, tracked, unconfirmed};
 use crate::arena::pull::SUMMARY_FILE;
 use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
 use crate::campaign::{read_settings, LEDGER_FILE, PULL_DIR, RUN_DIR};
@@ -70,10 +70,24 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
         &rows,
     );
     campaign.heading("Submissions");
-    let submissions = tracked(&read(&dir.join(LEDGER_FILE))?);
-    if submissions.is_empty() {
+    let records = read(&dir.join(LEDGER_FILE))?;
+    let submissions = tracked(&records);
+    let doubtful = unconfirmed(&records);
+    for u in &doubtful {
+        campaign.note(&format!(
+            "unconfirmed: {} (sha256 {}…), sent {} to {}: {}; it may be on the arena \
+             (`milo arena status --ledger {}` says what to run)",
+            u.file.display(),
+            u.sha256.get(..16).unwrap_or(&u.sha256),
+            u.at,
+            u.base_url,
+            u.why,
+            dir.join(LEDGER_FILE).display()
+        ));
+    }
+    if submissions.is_empty() && doubtful.is_empty() {
         campaign.note("nothing was sent (no new #1, or submitting was off)");
-    } else {
+    } else if !submissions.is_empty() {
         let rows: Vec<(bool, Vec<Cell>)> = submissions
             .iter()
             .map(|t| {

@@ -8,7 +8,8 @@
 //! arena's verifier) and is `discarded` (not better than the agent's own entry), `rejected` (would be
 //! #1 without beating it by `minImprovement`) or `evaluated`. Faults on demand: a rate limit (429
 //! with `Retry-After`), a 401 that echoes the `Authorization` header it got, uploads cut off
-//! mid-body. Every request is logged with its headers.
+//! mid-body, submissions kept but never answered (the client is killed or times out mid-POST) or
+//! kept and answered HTTP 500. Every request is logged with its headers.
 #![allow(dead_code)]
 
 use milo::exact::rational::to_f64;
@@ -46,6 +47,12 @@ pub struct MockOptions {
     /// Uploads to cut off mid-body (each upload ticket while this is positive points at a
     /// listener that reads part of the body and hangs up).
     pub cut_uploads: usize,
+    /// Submissions to keep (as `pending`) but never answer: the connection stays open until the
+    /// mock stops.
+    pub unanswered_submissions: usize,
+    /// Submissions to keep (as `pending`) and answer HTTP 500, as a server failing after it
+    /// stored them.
+    pub failing_submissions: usize,
 }
 
 impl Default for MockOptions {
@@ -56,6 +63,8 @@ impl Default for MockOptions {
             rate_limited: 0,
             retry_after: 1,
             cut_uploads: 0,
+            unanswered_submissions: 0,
+            failing_submissions: 0,
         }
     }
 }
@@ -105,6 +114,8 @@ struct State {
     log: Vec<Logged>,
     base: String,
     cutter: String,
+    /// Requests kept unanswered (answered 500 when the mock stops).
+    unanswered: Vec<Request>,
 }
 
 /// A running mock arena on 127.0.0.1; stopped when dropped.
@@ -138,6 +149,7 @@ impl MockArena {
             log: Vec::new(),
             base: base.clone(),
             cutter,
+            unanswered: Vec::new(),
         };
         for (slug, agent, values) in entries {
             let problem = state
@@ -349,7 +361,20 @@ fn handle(mut request: Request, state: &Mutex<State>) {
         .split('&')
         .filter_map(|kv| kv.split_once('='))
         .collect();
-    let (status, answer, extra) = route(&mut st, &method, path, &query, auth.as_deref(), &body);
+    let (mut status, mut answer, extra) =
+        route(&mut st, &method, path, &query, auth.as_deref(), &body);
+    if method == Method::Post && path == "/api/solutions" && status == 201 {
+        if st.options.unanswered_submissions > 0 {
+            st.options.unanswered_submissions -= 1;
+            st.unanswered.push(request);
+            return;
+        }
+        if st.options.failing_submissions > 0 {
+            st.options.failing_submissions -= 1;
+            status = 500;
+            answer = json!({"error": "internal error"});
+        }
+    }
     drop(st);
     let mut response = json_response(status, answer);
     if let Some(h) = extra {
