@@ -885,3 +885,43 @@ fn overhead_per_task_of_pilots_job_arrays_and_local_threads() {
         );
     }
 }
+
+#[test]
+fn dropping_the_cluster_leaves_no_step_of_its_jobs_running() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "dropping_the_cluster_leaves_no_step_of_its_jobs_running";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    let script = cluster.dir().join("long.sh");
+    std::fs::write(&script, "#!/bin/sh\nsleep 1000\n").unwrap();
+    let submitted = cluster
+        .tool(
+            "sbatch",
+            &["--parsable", "--output=/dev/null", script.to_str().unwrap()],
+        )
+        .expect("sbatch");
+    let job = submitted.trim().to_string();
+    wait_for(
+        || !cluster.steps().is_empty(),
+        "the job's slurmstepd to start",
+    );
+    let steps = cluster.steps();
+    drop(cluster);
+    let alive: Vec<u32> = steps
+        .iter()
+        .copied()
+        .filter(|pid| process_state(*pid).is_some_and(|s| s != 'Z'))
+        .collect();
+    // Stop what survived (by PID) before failing, so a failure leaves nothing running.
+    for pid in &alive {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(
+        alive,
+        Vec::<u32>::new(),
+        "slurmstepd of job {job} outlived the cluster"
+    );
+}
