@@ -330,10 +330,19 @@ fn sigkill_of_milo_leaves_no_process_of_a_setsid_child() {
         std::thread::sleep(Duration::from_millis(20));
         left = processes_with(&mark);
     }
-    // Stop what survived (by PID) before failing, so a failure leaves nothing running.
+    // Stop what survived, with its process group (its unmarked `sleep`), before failing, so a
+    // failure leaves nothing running.
     for process in &left {
         let pid = process.split(':').next().unwrap();
-        let _ = Command::new("kill").args(["-KILL", pid]).status();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if let Some(group) = stat
+            .rsplit_once(')')
+            .and_then(|(_, f)| f.split_whitespace().nth(2))
+        {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .status();
+        }
     }
     assert_eq!(left, Vec::<String>::new(), "outlived a SIGKILL of milo");
 }
