@@ -4,9 +4,14 @@
 //! temporary sibling, synced, and renamed over the name, so a kill or a full disk leaves the old
 //! file or the new one, never a torn one. Append-only record files stay appends
 //! ([`crate::records`]).
+//!
+//! Only regular files are ever replaced: a name that holds anything else — a directory, a
+//! symbolic link (whatever it points to), a FIFO, a device or a socket — is refused with a usage
+//! error naming it, and left as it was (so `milo convert a.npy /dev/null --force`, even as root,
+//! leaves the device alone).
 
 use crate::error::{write_error, MiloError, Result};
-use std::fs::File;
+use std::fs::{File, FileType};
 use std::io::Write;
 use std::path::Path;
 use tempfile::NamedTempFile;
@@ -44,9 +49,53 @@ pub fn write_through(path: &Path, render: impl FnOnce(&Path) -> Result<()>) -> R
     commit(temp, path, false)
 }
 
+/// Refuses `path` when it exists and is not a regular file (see the module); a missing `path`
+/// or a regular file passes.
+pub fn check_replaceable(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) => Err(MiloError::Usage(format!(
+            "{}: milo replaces only regular files, and this is {}; choose another path",
+            path.display(),
+            kind_of(meta.file_type())
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(write_error(path)(e)),
+    }
+}
+
+/// What a file type is, in words ("a FIFO", "a directory"…), for messages refusing it.
+pub fn kind_of(file_type: FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// A new temporary file beside `path` (same directory, so the rename stays on one file system),
-/// named `.NAME.XXXXXX.partial` plus `extension`.
+/// named `.NAME.XXXXXX.partial` plus `extension`; refused before anything is written when `path`
+/// is not a regular file ([`check_replaceable`]).
 fn sibling(path: &Path, extension: &str) -> Result<NamedTempFile> {
+    check_replaceable(path)?;
     let dir = parent(path);
     let name = path
         .file_name()
@@ -63,8 +112,9 @@ fn sibling(path: &Path, extension: &str) -> Result<NamedTempFile> {
     builder.tempfile_in(dir).map_err(write_error(path))
 }
 
-/// Syncs the temporary file, renames it to `path` (refusing to replace a file if `no_clobber`)
-/// and syncs the directory so the rename itself survives a crash.
+/// Syncs the temporary file, renames it to `path` (refusing to replace a file if `no_clobber`,
+/// and anything but a regular file in any case — checked again, as it may have appeared while
+/// the content was written) and syncs the directory so the rename itself survives a crash.
 fn commit(temp: NamedTempFile, path: &Path, no_clobber: bool) -> Result<()> {
     // Writers given only the path (see `write_through`) wrote through their own handle: reopen
     // it to sync what they wrote.
@@ -72,6 +122,7 @@ fn commit(temp: NamedTempFile, path: &Path, no_clobber: bool) -> Result<()> {
         .and_then(|f| f.sync_all())
         .and_then(|()| temp.as_file().sync_all())
         .map_err(write_error(path))?;
+    check_replaceable(path)?;
     let persisted = if no_clobber {
         temp.persist_noclobber(path)
     } else {
@@ -154,6 +205,36 @@ mod tests {
         assert!(err.to_string().contains("suite.toml"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"first");
         assert_eq!(names(dir.path()), ["suite.toml"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_replaceable() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("best.json");
+        assert!(check_replaceable(&file).is_ok(), "a missing file");
+        std::fs::write(&file, b"old").unwrap();
+        assert!(check_replaceable(&file).is_ok(), "a regular file");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let err = write(&link, b"new").unwrap_err().to_string();
+        assert!(err.contains("this is a symbolic link"), "{err}");
+        assert!(err.contains("link.json"), "{err}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"old");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        let err = write(dir.path(), b"new").unwrap_err();
+        assert!(matches!(err, MiloError::Usage(_)), "{err}");
+        assert!(err.to_string().contains("a directory"), "{err}");
+        // Only checked, never written: the system's devices are refused and left alone.
+        for device in ["/dev/null", "/dev/full"] {
+            let path = Path::new(device);
+            let err = check_replaceable(path).unwrap_err().to_string();
+            assert!(err.contains("a character device"), "{err}");
+            let meta = std::fs::symlink_metadata(path).unwrap();
+            assert!(meta.file_type().is_char_device(), "{device}");
+        }
+        assert_eq!(names(dir.path()), ["best.json", "link.json"]);
     }
 
     #[test]

@@ -54,6 +54,40 @@ pub fn read_bytes_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The bytes of `path`, which must be a regular file, at most `cap` of them (else as
+/// [`read_bytes_capped`]). It is opened without following a symbolic link and without blocking
+/// (`O_NOFOLLOW | O_NONBLOCK`), then checked on the open file: a FIFO, device, socket, directory
+/// or link there is a [`MiloError::Malformed`] naming what it is, never a read that hangs.
+pub fn read_regular_file_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular = |file_type| MiloError::Malformed {
+        path: path.to_path_buf(),
+        message: format!(
+            "{what} must be a regular file, and this is {}",
+            crate::atomic_file::kind_of(file_type)
+        ),
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(read_error(path))?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_error(path))?;
+    // What was opened may differ from what was looked at.
+    let meta = file.metadata().map_err(read_error(path))?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    let bytes = read_at_most(file, cap.saturating_add(1), meta.len()).map_err(read_error(path))?;
+    if bytes.len() as u64 > cap {
+        return Err(past_cap(path, what, cap));
+    }
+    Ok(bytes)
+}
+
 /// The bytes of standard input, at most `cap` of them; more is a [`MiloError::Malformed`] on
 /// `standard input` saying "`what` is past its size cap of …".
 pub fn read_stdin_capped(cap: u64, what: &str) -> Result<Vec<u8>> {

@@ -10,11 +10,11 @@
 //! not run. The network rules (kernel 6.7) and the scopes (kernel 6.12) are applied where the
 //! kernel has them.
 
+use crate::subprocess::BeforeExec;
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -23,9 +23,11 @@ use std::process::Command;
 const NEWEST: ABI = ABI::V6;
 
 /// Prepares `command` to run confined to `workdir` (see the module): clears its environment
-/// and arranges for the Landlock ruleset to be applied in the child, between `fork` and
-/// `exec`. An error (one line) says why it cannot be confined; the command must then not run.
-pub fn confine(command: &mut Command, workdir: &Path) -> Result<(), String> {
+/// and returns the step that applies the Landlock ruleset in the program's process, for
+/// [`crate::subprocess::run_with`] (after the tether, so a user namespace is set up before the
+/// restriction). An error (one line) says why it cannot be confined; the command must then not
+/// run.
+pub fn confine(command: &mut Command, workdir: &Path) -> Result<BeforeExec, String> {
     let ruleset = ruleset(workdir).map_err(|e| {
         format!("cannot confine a model's command (Linux Landlock is required): {e}")
     })?;
@@ -35,18 +37,15 @@ pub fn confine(command: &mut Command, workdir: &Path) -> Result<(), String> {
         .env("LANG", "C.UTF-8")
         .env("HOME", workdir);
     let mut pending = Some(ruleset);
-    // SAFETY: the closure runs in the child between fork and exec; it only calls prctl and
-    // landlock_restrict_self on a ruleset built (and its file descriptor opened) in the parent.
-    unsafe {
-        command.pre_exec(move || match pending.take() {
-            Some(ruleset) => match ruleset.restrict_self() {
-                Ok(_) => Ok(()),
-                Err(_) => Err(std::io::ErrorKind::PermissionDenied.into()),
-            },
-            None => Ok(()),
-        });
-    }
-    Ok(())
+    // Run between fork and exec: it only calls prctl and landlock_restrict_self on a ruleset
+    // built (and its file descriptor opened) in the parent.
+    Ok(Box::new(move || match pending.take() {
+        Some(ruleset) => match ruleset.restrict_self() {
+            Ok(_) => Ok(()),
+            Err(_) => Err(std::io::ErrorKind::PermissionDenied.into()),
+        },
+        None => Ok(()),
+    }))
 }
 
 /// The ruleset: read and execute beneath `/`, everything beneath `workdir`, writes to
@@ -79,8 +78,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut command = Command::new("sh");
         command.arg("-c").arg(script).current_dir(dir.path());
-        confine(&mut command, dir.path()).expect("this machine's kernel has Landlock");
-        (command.status().unwrap(), dir)
+        let restrict =
+            confine(&mut command, dir.path()).expect("this machine's kernel has Landlock");
+        let limits = crate::subprocess::Limits::wall(std::time::Duration::from_secs(60));
+        let cancel = crate::cancel::CancelToken::new();
+        let finished =
+            crate::subprocess::run_with(command, &limits, &cancel, Some(restrict)).unwrap();
+        (finished.status, dir)
     }
 
     #[test]

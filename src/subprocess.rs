@@ -1,6 +1,7 @@
 //! Running another program safely: in its own process group, under a wall limit and optional CPU
 //! and memory limits, its output captured under a byte cap, and the whole group killed and reaped
-//! at the end.
+//! at the end — and nothing it started outliving milo, even a process that calls `setsid`, even
+//! when milo itself is killed with SIGKILL.
 //!
 //! The child leads a fresh process group (`process_group(0)`); `RLIMIT_CPU` and `RLIMIT_AS` are
 //! set between fork and exec. The leader is polled (`waitid` with `WNOWAIT`, so it stays a zombie
@@ -8,10 +9,30 @@
 //! passes, or the [`CancelToken`] is cancelled; then SIGKILL goes to the whole group — also when
 //! the leader exited by itself, so background grandchildren die with it — and the leader is
 //! reaped. The call returns once no live process of the group is left (Linux `/proc`), within a
-//! short grace period. A process that leaves the group (`setsid`) escapes; nothing short of a
-//! cgroup catches it, and its open pipes are then abandoned rather than waited for.
+//! short grace period.
+//!
+//! **Tethering** (Linux). Between fork and exec the child asks for SIGKILL when milo's thread
+//! that started it dies (`PR_SET_PDEATHSIG`), then makes a new PID namespace for its children
+//! (`unshare(CLONE_NEWPID)`; where that needs privileges milo lacks, together with a new user
+//! namespace mapping the user to itself) and forks twice into it: the namespace's init, a copy of
+//! milo that closes every file, lets the kernel reap orphans and asks for SIGKILL when its parent
+//! dies; then the program's process, which execs it. The child milo started stays outside as a
+//! relay: it waits for the program and ends as it ended (exit status or signal). When the program
+//! ends, is killed with its group, or milo dies, the relay ends, its init dies, and the kernel
+//! kills every process left in the namespace, whatever process group or session it moved to.
+//! (The program cannot be the process that made the namespace: such a process can no longer
+//! start threads, so numpy's OpenBLAS failed to load.) Measured on Linux 6.18 (2026-12-06), after
+//! SIGKILL of the parent of `sh -c 'setsid … & … & …'`: with the parent-death signal alone the
+//! shell died but its background child and the `setsid` one survived; making the parent a child
+//! subreaper changed nothing (it died too, and nothing reaps for a dead subreaper); the PID
+//! namespace left none, as root and, with the user namespace, as an unprivileged user. A cgroup
+//! was not tried: killing one needs a living process to do it. Where neither namespace can be
+//! made (a container forbidding `unshare`, user namespaces disabled) the program runs without
+//! one: the group is still killed whole, but a process that leaves it (`setsid`) can then outlive
+//! milo, and its open pipes are abandoned rather than waited for.
 
 use crate::cancel::CancelToken;
+use nix::libc;
 use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
@@ -124,12 +145,23 @@ impl Finished {
     }
 }
 
+/// A last step in the program's own process just before it executes, after the tether and the
+/// limits are in place (the Landlock restriction of [`crate::sandbox`]). It runs between fork
+/// and exec, so it may only make system calls.
+pub type BeforeExec = Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>;
+
 /// Runs `command` under `limits` (its standard input empty), honouring `cancel`; an error only
 /// when it cannot be started.
-pub fn run(
+pub fn run(command: Command, limits: &Limits, cancel: &CancelToken) -> std::io::Result<Finished> {
+    run_with(command, limits, cancel, None)
+}
+
+/// [`run`], with `before_exec` as the program's last step before it executes.
+pub fn run_with(
     mut command: Command,
     limits: &Limits,
     cancel: &CancelToken,
+    mut before_exec: Option<BeforeExec>,
 ) -> std::io::Result<Finished> {
     let (cpu, memory) = (limits.cpu_seconds, limits.memory_bytes);
     command
@@ -137,15 +169,20 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: between fork and exec the closure only calls setrlimit, which is
-    // async-signal-safe, and allocates nothing.
+    let tether = Tether::new();
+    // SAFETY: between fork and exec the closure only makes system calls (see `Tether::attach`:
+    // the processes it forks make only system calls too), and allocates nothing.
     unsafe {
         command.pre_exec(move || {
+            tether.attach()?;
             if let Some(seconds) = cpu {
                 setrlimit(Resource::RLIMIT_CPU, seconds, seconds.saturating_add(1))?;
             }
             if let Some(bytes) = memory {
                 setrlimit(Resource::RLIMIT_AS, bytes, bytes)?;
+            }
+            if let Some(step) = before_exec.as_mut() {
+                step()?;
             }
             Ok(())
         });
@@ -210,6 +247,164 @@ pub fn run(
         killed,
         wall_seconds,
     })
+}
+
+/// What the child needs between fork and exec to tie its fate, and that of everything it starts,
+/// to milo's (see the module): prepared before the fork, so the child allocates nothing.
+struct Tether {
+    /// milo's process ID.
+    parent: libc::pid_t,
+    /// `/proc/self/uid_map` and `gid_map` lines mapping the user and group to themselves.
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl Tether {
+    fn new() -> Tether {
+        // SAFETY: these calls cannot fail and touch no memory of ours.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        Tether {
+            parent: std::process::id() as libc::pid_t,
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+
+    /// In the child, between fork and exec: the parent-death signal, then, where the system
+    /// allows a PID namespace, the namespace's keeper and the program's process forked into it;
+    /// this process stays outside to relay the program's end and never returns. Returns in the
+    /// process that is to exec the program. Only system calls, no allocation.
+    fn attach(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on values owned here.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != self.parent {
+                // milo died before the signal was asked for.
+                libc::_exit(127);
+            }
+            if !self.enter_pid_namespace() {
+                return Ok(());
+            }
+            // Lets the keeper see whether this process is still alive once it asked for its own
+            // parent-death signal (-1 on kernels before 5.3: not checked).
+            let me = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as libc::c_int;
+            // The first process forked into the namespace is its init, the keeper.
+            match libc::fork() {
+                -1 => return Err(std::io::Error::last_os_error()),
+                0 => keep_the_namespace(me),
+                _ => {}
+            }
+            if me >= 0 {
+                libc::close(me);
+            }
+            match libc::fork() {
+                -1 => Err(std::io::Error::last_os_error()),
+                0 => Ok(()),
+                program => relay(program),
+            }
+        }
+    }
+
+    /// Puts the children this process will start into a new PID namespace: directly where
+    /// allowed (root), else with a new user namespace mapping the user and group to themselves.
+    /// Whether it worked.
+    unsafe fn enter_pid_namespace(&self) -> bool {
+        if libc::unshare(libc::CLONE_NEWPID) == 0 {
+            return true;
+        }
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
+            return false;
+        }
+        // Without the maps the program would see itself as the overflow user (files it creates
+        // still belong to the user); a failed write leaves it so.
+        write_proc(c"/proc/self/setgroups", b"deny");
+        write_proc(c"/proc/self/uid_map", &self.uid_map);
+        write_proc(c"/proc/self/gid_map", &self.gid_map);
+        true
+    }
+}
+
+/// Writes `bytes` to the `/proc` file `path`, ignoring failure (between fork and exec).
+unsafe fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd >= 0 {
+        libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+    }
+}
+
+/// Closes every file descriptor of a process that will never exec (so milo sees the program's
+/// pipes close, and its spawn returns, when the program's own processes are done with them),
+/// and gives the signals milo's handlers would catch their default action back.
+unsafe fn close_everything() {
+    if libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0) != 0 {
+        let mut open_files = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut open_files);
+        for fd in 0..open_files.rlim_cur.min(1 << 20) as libc::c_int {
+            libc::close(fd);
+        }
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        libc::signal(signal, libc::SIG_DFL);
+    }
+}
+
+/// The namespace's init (a copy of milo): dies by SIGKILL with the relay, its parent, and the
+/// kernel then kills every process left in the namespace. Meanwhile it holds no file open and
+/// lets the kernel reap the orphans it inherits. Never returns.
+unsafe fn keep_the_namespace(relay: libc::c_int) -> ! {
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    if relay >= 0 {
+        let mut exited = libc::pollfd {
+            fd: relay,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // Readable once the relay has exited: it died before the signal was asked for, so
+        // nothing would ever send it.
+        if libc::poll(&mut exited, 1, 0) != 0 {
+            libc::_exit(0);
+        }
+    }
+    close_everything();
+    // Ignored SIGCHLD: the kernel reaps the children at once.
+    libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+    loop {
+        libc::pause();
+    }
+}
+
+/// The process milo started, outside the namespace (a copy of milo): waits for the program
+/// (`program`, its child inside) and ends as it ended — the same exit status, or killed by the
+/// same signal — taking the keeper, and so the namespace, along. Never returns.
+unsafe fn relay(program: libc::pid_t) -> ! {
+    close_everything();
+    let mut status = 0;
+    while libc::waitpid(program, &mut status, 0) != program {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            libc::_exit(127);
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::_exit(libc::WEXITSTATUS(status));
+    }
+    let signal = libc::WTERMSIG(status);
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+    libc::signal(signal, libc::SIG_DFL);
+    let mut none = std::mem::zeroed::<libc::sigset_t>();
+    libc::sigemptyset(&mut none);
+    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    libc::kill(libc::getpid(), signal);
+    libc::_exit(128 + signal);
 }
 
 /// Whether the child `pid` has exited (left as a zombie, not reaped).
@@ -337,6 +532,50 @@ mod tests {
         assert_eq!(done.killed, None);
         assert_eq!(done.stdout.text(), "started\n");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Processes whose command line holds `marker`, by `/proc` (zombies have none).
+    fn processes_with(marker: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+                let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                if text.contains(marker) {
+                    found.push(text);
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn a_setsid_grandchild_dies_with_the_program() {
+        let mark = format!("milo-subprocess-test-setsid-{}", std::process::id());
+        let started = Instant::now();
+        let done = run(
+            sh(&format!(
+                "setsid sh -c 'sleep 30; : {mark}' & readlink /proc/self/ns/pid"
+            )),
+            &Limits::wall(Duration::from_secs(20)),
+            &CancelToken::new(),
+        )
+        .unwrap();
+        assert_eq!(done.killed, None);
+        // The program's children are in a PID namespace of their own.
+        let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
+        let theirs = done.stdout.text();
+        assert!(theirs.starts_with("pid:["), "{theirs}");
+        assert_ne!(
+            theirs.trim(),
+            ours.to_string_lossy(),
+            "the same PID namespace"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !processes_with(&mark).is_empty() {
+            assert!(Instant::now() < deadline, "{:?}", processes_with(&mark));
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]

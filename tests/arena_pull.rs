@@ -478,6 +478,169 @@ fn an_existing_directory_is_replaced_only_with_force_and_only_when_it_is_a_pull(
     );
 }
 
+/// `milo arena pull FIRST --into INTO` (with `--force` if asked) in `dir` against `server`.
+fn pull_into(dir: &Path, server: &Server, into: &str, force: bool) -> Run {
+    let mut args = vec![
+        "arena",
+        "pull",
+        FIRST,
+        "--base-url",
+        &server.base,
+        "--into",
+        into,
+    ];
+    if force {
+        args.push("--force");
+    }
+    milo_in(dir, &args)
+}
+
+/// Every file under `dir` with its bytes, links not followed (a link's bytes are its target).
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = names_in(dir)
+        .into_iter()
+        .map(|name| {
+            let path = dir.join(&name);
+            let bytes = if std::fs::symlink_metadata(&path).unwrap().is_symlink() {
+                std::fs::read_link(&path)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else {
+                std::fs::read(&path).unwrap()
+            };
+            (name, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn force_deletes_only_the_files_its_own_pull_lists() {
+    let entries = vec![entry(41, "only", 150)];
+    let tmp = tempfile::tempdir().unwrap();
+    let first = pull_into(
+        tmp.path(),
+        &arena_server(solutions_body(&entries)),
+        "snap",
+        false,
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let target = tmp.path().join("snap");
+    std::fs::write(target.join("notes.txt"), "my notes").unwrap();
+    let before = snapshot(&target);
+
+    let server = arena_server(solutions_body(&entries));
+    let refused = pull_into(tmp.path(), &server, "snap", true);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert_eq!(
+        refused.stderr.trim().lines().count(),
+        1,
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("\"notes.txt\"") && refused.stderr.contains("does not list"),
+        "{}",
+        refused.stderr
+    );
+    assert!(server.requests().is_empty(), "refused before any request");
+    assert_eq!(
+        snapshot(&target),
+        before,
+        "the foreign file and the pull survive"
+    );
+
+    // Once the foreign file is moved away, the pull is replaced.
+    std::fs::rename(target.join("notes.txt"), tmp.path().join("notes.txt")).unwrap();
+    let replaced = pull_into(tmp.path(), &server, "snap", true);
+    assert_eq!(replaced.code, 0, "{}", replaced.stderr);
+    assert_eq!(names_in(tmp.path()), vec!["notes.txt", "snap"]);
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("notes.txt")).unwrap(),
+        "my notes"
+    );
+}
+
+#[test]
+fn force_never_deletes_through_a_symbolic_link() {
+    let entries = vec![entry(41, "only", 150)];
+    let tmp = tempfile::tempdir().unwrap();
+    let first = pull_into(
+        tmp.path(),
+        &arena_server(solutions_body(&entries)),
+        "real",
+        false,
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let real = tmp.path().join("real");
+    let kept = snapshot(&real);
+    std::os::unix::fs::symlink("real", tmp.path().join("link")).unwrap();
+    let server = arena_server(solutions_body(&entries));
+    // The target itself a link, however it is spelled.
+    for into in ["link", "link/", "link/."] {
+        let refused = pull_into(tmp.path(), &server, into, true);
+        assert_eq!(refused.code, 2, "{into}: {}", refused.stderr);
+        assert_eq!(
+            refused.stderr.trim().lines().count(),
+            1,
+            "{}",
+            refused.stderr
+        );
+        assert!(
+            refused.stderr.contains("symbolic link"),
+            "{into}: {}",
+            refused.stderr
+        );
+        assert_eq!(snapshot(&real), kept, "{into}");
+    }
+
+    // Links inside an earlier pull: its PULL.json, or a listed entry, pointing elsewhere.
+    let outside = tmp.path().join("outside.json");
+    std::fs::write(&outside, "someone's file").unwrap();
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for (name, _) in &kept {
+        std::fs::copy(real.join(name), copy.join(name)).unwrap();
+    }
+    let entry_file = kept
+        .iter()
+        .map(|(name, _)| name.clone())
+        .find(|name| name.starts_with("rank-01") && !name.contains("provenance"))
+        .unwrap();
+    for (i, linked) in ["PULL.json", entry_file.as_str()].into_iter().enumerate() {
+        let dir = tmp.path().join(format!("with-link-{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        for (name, _) in &kept {
+            if name == linked {
+                let target = if name == "PULL.json" {
+                    copy.join(name)
+                } else {
+                    outside.clone()
+                };
+                std::os::unix::fs::symlink(target, dir.join(name)).unwrap();
+            } else {
+                std::fs::copy(real.join(name), dir.join(name)).unwrap();
+            }
+        }
+        let before = snapshot(&dir);
+        let into = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let refused = pull_into(tmp.path(), &server, &into, true);
+        assert_eq!(refused.code, 2, "{linked}: {}", refused.stderr);
+        assert_eq!(
+            refused.stderr.trim().lines().count(),
+            1,
+            "{}",
+            refused.stderr
+        );
+        assert_eq!(snapshot(&dir), before, "{linked}");
+    }
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "someone's file");
+    assert_eq!(snapshot(&copy), kept);
+    assert!(server.requests().is_empty(), "refused before any request");
+}
+
 #[test]
 fn more_entries_than_asked_are_dropped_and_an_oversized_body_is_refused() {
     let entries = vec![entry(1, "a", 100), entry(2, "b", 100), entry(3, "c", 100)];

@@ -279,3 +279,125 @@ fn a_script_past_its_memory_limit_is_stopped() {
     assert!(note.contains("MemoryError"), "{note}");
     assert!(began.elapsed() < Duration::from_secs(30));
 }
+
+/// A program of one `command` step running `sh -c SCRIPT` (`{output}` and `{input}` filled in).
+fn shell_program(script: &str, wall_seconds: u32) -> String {
+    format!(
+        "name = \"shell-command\"\n\n[[steps]]\nkind = \"command\"\n\
+         argv = [\"sh\", \"-c\", {script:?}]\nwall_seconds = {wall_seconds}\n"
+    )
+}
+
+#[test]
+fn sigkill_of_milo_leaves_no_process_of_a_setsid_child() {
+    let mark = marker("sigkill");
+    let dir = tempfile::tempdir().unwrap();
+    let start = dir.path().join("start.json");
+    write_values(&start, &spiked_start()).unwrap();
+    // One grandchild leaves the group and the session (`setsid`), one stays in the group.
+    let script = format!(
+        "setsid sh -c 'sleep 1000; : {mark}-setsid' & sh -c 'sleep 1000; : {mark}-group' & sleep 1000"
+    );
+    let program = dir.path().join("p.toml");
+    std::fs::write(&program, shell_program(&script, 600)).unwrap();
+    let mut milo = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(["optimize", PROBLEM, "--start"])
+        .arg(&start)
+        .arg("--program")
+        .arg(&program)
+        .args(["--budget", "600", "--out"])
+        .arg(dir.path().join("best.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = |what: &str| {
+        let needle = format!("{mark}-{what}");
+        processes_with(&needle)
+            .iter()
+            .any(|p| p.contains(&format!(": {needle}")) && !p.contains("setsid sh"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(running("setsid") && running("group")) {
+        assert!(Instant::now() < deadline, "the grandchildren never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    milo.kill().unwrap();
+    milo.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut left = processes_with(&mark);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        left = processes_with(&mark);
+    }
+    // Stop what survived, with its process group (its unmarked `sleep`), before failing, so a
+    // failure leaves nothing running.
+    for process in &left {
+        let pid = process.split(':').next().unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if let Some(group) = stat
+            .rsplit_once(')')
+            .and_then(|(_, f)| f.split_whitespace().nth(2))
+        {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .status();
+        }
+    }
+    assert_eq!(left, Vec::<String>::new(), "outlived a SIGKILL of milo");
+}
+
+#[test]
+fn an_output_that_is_a_fifo_or_a_link_is_refused_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = dir.path().join("start.json");
+    write_values(&start, &spiked_start()).unwrap();
+    for (i, (script, kind)) in [
+        ("mkfifo {output}", "a FIFO"),
+        ("ln -s /dev/zero {output}", "a symbolic link"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let program = dir.path().join("p.toml");
+        std::fs::write(&program, shell_program(script, 60)).unwrap();
+        let began = Instant::now();
+        let run = common::milo_within(
+            &[
+                "optimize",
+                PROBLEM,
+                "--start",
+                start.to_str().unwrap(),
+                "--program",
+                program.to_str().unwrap(),
+                "--budget",
+                "5",
+                "--out",
+                dir.path().join(format!("best-{i}.json")).to_str().unwrap(),
+            ],
+            &[],
+            Duration::from_secs(60),
+        );
+        let seconds = began.elapsed().as_secs_f64();
+        let run =
+            run.unwrap_or_else(|| panic!("{script}: milo still running after {seconds:.0} s"));
+        assert_eq!(run.code, 0, "{script}: {}", run.stderr);
+        assert!(
+            seconds < 20.0,
+            "{script}: took {seconds:.1} s on a 5 s budget"
+        );
+        let notes: Vec<&str> = run
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("note"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{}", run.stdout);
+        assert!(
+            notes[0].contains("unusable output")
+                && notes[0].contains("must be a regular file")
+                && notes[0].contains(kind),
+            "{script}: {}",
+            notes[0]
+        );
+    }
+}

@@ -413,3 +413,69 @@ fn a_text_table_and_a_bad_token_are_input_errors_naming_the_line() {
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert!(run.stderr.contains("index 1"), "{}", run.stderr);
 }
+
+/// The file type of `path` itself (a link is not followed), for "left as it was" checks.
+fn file_type(path: &Path) -> std::fs::FileType {
+    std::fs::symlink_metadata(path).unwrap().file_type()
+}
+
+#[test]
+fn convert_force_replaces_only_regular_files() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    // A character device like /dev/null (1, 3), made here: needs root, as the harm did.
+    let device = dir.path().join("out.device");
+    let have_device = Command::new("mknod")
+        .args([s(&device), "c", "1", "3"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|st| st.success());
+    if !have_device {
+        eprintln!("NOTE convert_force_replaces_only_regular_files: not root, no device node made");
+    }
+    let link = dir.path().join("out.link");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let subdir = dir.path().join("out.dir");
+    std::fs::create_dir(&subdir).unwrap();
+    let mut targets = vec![
+        (fifo.clone(), "a FIFO"),
+        (link.clone(), "a symbolic link"),
+        (subdir.clone(), "a directory"),
+    ];
+    if have_device {
+        targets.push((device.clone(), "a character device"));
+    }
+    for (target, kind) in &targets {
+        let run = milo(&["convert", s(&first_start()), s(target), "--force"]);
+        assert_eq!(run.code, 2, "{target:?}: {}", run.stderr);
+        assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+        assert!(
+            run.stderr.contains("replaces only regular files")
+                && run.stderr.contains(kind)
+                && run.stderr.contains(s(target)),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(file_type(&fifo).is_fifo());
+    assert!(file_type(&link).is_symlink());
+    assert!(file_type(&subdir).is_dir());
+    if have_device {
+        assert!(file_type(&device).is_char_device());
+    }
+    // Nothing else appeared beside them (no temporary file left).
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = targets
+        .iter()
+        .map(|(t, _)| t.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    expected.sort();
+    assert_eq!(names, expected);
+}

@@ -885,3 +885,77 @@ fn overhead_per_task_of_pilots_job_arrays_and_local_threads() {
         );
     }
 }
+
+/// Process `pid` and every live process under it, by the parent IDs in `/proc`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let parent = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    found
+}
+
+#[test]
+fn dropping_the_cluster_leaves_no_step_of_its_jobs_running() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "dropping_the_cluster_leaves_no_step_of_its_jobs_running";
+    let Some(cluster) = Cluster::start(test) else {
+        return;
+    };
+    let script = cluster.dir().join("long.sh");
+    std::fs::write(&script, "#!/bin/sh\nsleep 1000\n").unwrap();
+    let submitted = cluster
+        .tool(
+            "sbatch",
+            &["--parsable", "--output=/dev/null", script.to_str().unwrap()],
+        )
+        .expect("sbatch");
+    let job = submitted.trim().to_string();
+    wait_for(
+        || !cluster.steps().is_empty(),
+        "the job's slurmstepd to start",
+    );
+    let steps = cluster.steps();
+    drop(cluster);
+    let alive: Vec<u32> = steps
+        .iter()
+        .copied()
+        .filter(|pid| process_state(*pid).is_some_and(|s| s != 'Z'))
+        .collect();
+    // Stop what survived and the job's processes under it (by PID) before failing, so a
+    // failure leaves nothing running.
+    for pid in alive.iter().flat_map(|pid| descendants(*pid)) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(
+        alive,
+        Vec::<u32>::new(),
+        "slurmstepd of job {job} outlived the cluster"
+    );
+}

@@ -11,7 +11,7 @@
 //! any failure), so a `DIR` that exists is a complete pull.
 
 use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
-use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
+use crate::bounded_read::{read_bytes_capped, read_text_capped, CONSTRUCTION_CAP, RECORDS_CAP};
 use crate::construction::{parse_values, write_values};
 use crate::error::{write_error, MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
 use crate::exact::rational::{decimal_of_f64, decimal_string, from_f64, to_f64, SCORE_DIGITS};
@@ -19,7 +19,7 @@ use crate::problems::{by_slug, Problem};
 use crate::verify::{verify, Mode, Options};
 use num_traits::{Signed, Zero};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -158,18 +158,20 @@ impl PullSummary {
 /// Pulls `request.limit` best entries of a problem into `request.into`, re-verifying each one.
 ///
 /// Fails before touching the file system when the target exists and is not empty (without
-/// `force`), when the server is unreachable or its answer unusable, or when the slug is unknown
+/// `force`; with it, when it is not wholly an earlier pull, see [`check_target`]), when the server is unreachable or its answer unusable, or when the slug is unknown
 /// to the server or to milo. Invalid entries and disagreeing scores are not failures: they are
 /// saved, flagged, and counted in the summary.
 pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> {
-    let name = target_name(&request.into)?;
-    check_target(&request.into, request.force)?;
+    // Without a trailing `/`, which would make the checks follow a symbolic link.
+    let into: PathBuf = request.into.components().collect();
+    let name = target_name(&into)?;
+    check_target(&into, request.force)?;
     let served = client.problem(&request.slug)?;
     let problem = by_slug(&request.slug)?;
     let solutions = client.best_solutions(&served.id, request.limit, problem.spec().max_len)?;
     let pulled_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
 
-    let parent = match request.into.parent() {
+    let parent = match into.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -214,7 +216,7 @@ pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> 
         entries,
     };
     write_json(&staging.path().join(SUMMARY_FILE), &summary)?;
-    install(staging, &request.into, request.force)?;
+    install(staging, &into, request.force)?;
     Ok(summary)
 }
 
@@ -353,12 +355,40 @@ fn target_name(into: &Path) -> Result<String> {
     }
 }
 
-/// Refuses a target that is a file, or a non-empty directory unless `force` and it is an earlier
-/// pull (it holds a `PULL.json`): nothing else is ever replaced.
-fn check_target(into: &Path, force: bool) -> Result<()> {
+/// What stands at a pull's target.
+#[derive(Debug, PartialEq)]
+enum Target {
+    /// Nothing: the pull is renamed into place.
+    Missing,
+    /// An empty directory, removed before the pull is renamed into place.
+    Empty,
+    /// An earlier pull (with `--force`): these files of it, every one listed by its own
+    /// `PULL.json` (which is among them), are deleted once the new pull is in place.
+    Pull(Vec<String>),
+}
+
+/// The names an earlier pull's `PULL.json` lists, as much of it as `--force` reads.
+#[derive(Deserialize)]
+struct Listing {
+    entries: Vec<ListedEntry>,
+}
+
+/// One entry of an earlier pull: its construction and provenance files.
+#[derive(Deserialize)]
+struct ListedEntry {
+    file: String,
+    provenance_file: String,
+}
+
+/// What stands at `into`. Refused: a symbolic link (never followed), anything but a directory,
+/// a non-empty directory without `force`, and with `force` one that is not wholly an earlier
+/// pull: no regular `PULL.json`, a `PULL.json` naming a path outside the directory, or any entry
+/// that its `PULL.json` does not list or that is not a regular file. Nothing else is ever
+/// replaced.
+fn check_target(into: &Path, force: bool) -> Result<Target> {
     let meta = match std::fs::symlink_metadata(into) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Missing),
         Err(source) => {
             return Err(MiloError::Io {
                 path: into.to_path_buf(),
@@ -366,14 +396,21 @@ fn check_target(into: &Path, force: bool) -> Result<()> {
             })
         }
     };
+    if meta.is_symlink() {
+        return Err(MiloError::Usage(format!(
+            "{} is a symbolic link: milo never replaces a pull through one; give the directory itself as --into",
+            into.display()
+        )));
+    }
     if !meta.is_dir() {
         return Err(MiloError::Usage(format!(
             "{} exists and is not a directory; choose another --into",
             into.display()
         )));
     }
-    if is_empty_dir(into)? {
-        return Ok(());
+    let names = entry_names(into)?;
+    if names.is_empty() {
+        return Ok(Target::Empty);
     }
     if !force {
         return Err(MiloError::Usage(format!(
@@ -381,43 +418,107 @@ fn check_target(into: &Path, force: bool) -> Result<()> {
             into.display()
         )));
     }
-    if !into.join(SUMMARY_FILE).is_file() {
+    let summary = into.join(SUMMARY_FILE);
+    if !std::fs::symlink_metadata(&summary).is_ok_and(|m| m.is_file()) {
         return Err(MiloError::Usage(format!(
-            "{} is not an earlier pull (it has no {SUMMARY_FILE}): --force replaces only milo's own pulls; \
+            "{} is not an earlier pull (it has no {SUMMARY_FILE} file): --force replaces only milo's own pulls; \
              choose another --into",
             into.display()
         )));
     }
-    Ok(())
+    let listed = listed_names(&summary)?;
+    for name in &names {
+        if !listed.contains(name) {
+            return Err(MiloError::Usage(format!(
+                "{} holds {name:?}, which its {SUMMARY_FILE} does not list: --force deletes only the files of \
+                 milo's own pull; move it away or choose another --into",
+                into.display()
+            )));
+        }
+        let meta = std::fs::symlink_metadata(into.join(name)).map_err(io_error(into))?;
+        if !meta.is_file() {
+            return Err(MiloError::Usage(format!(
+                "{} holds {name:?}, which is not a regular file (a link or a directory): --force deletes \
+                 only the files of milo's own pull; move it away or choose another --into",
+                into.display()
+            )));
+        }
+    }
+    Ok(Target::Pull(names))
 }
 
-fn is_empty_dir(dir: &Path) -> Result<bool> {
-    let mut entries = std::fs::read_dir(dir).map_err(io_error(dir))?;
-    Ok(entries.next().is_none())
+/// The names in directory `dir`, sorted.
+fn entry_names(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(names)
 }
 
-/// Renames the complete staging directory to `into`, replacing an empty directory (or, with
-/// `force`, a non-empty one, which is removed only once the new one is in place).
+/// Every file name an earlier pull's `summary` lists, itself included; a name that is not a
+/// plain name inside the directory (`..`, a path with `/`, an absolute path) is refused.
+fn listed_names(summary: &Path) -> Result<Vec<String>> {
+    let text = read_text_capped(summary, RECORDS_CAP, "pull summary")?;
+    let listing: Listing = serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
+        path: summary.to_path_buf(),
+        message: format!("not a pull summary ({e})"),
+    })?;
+    let mut names = vec![SUMMARY_FILE.to_string()];
+    for entry in listing.entries {
+        for name in [entry.file, entry.provenance_file] {
+            let mut parts = Path::new(&name).components();
+            let plain = matches!(
+                (parts.next(), parts.next()),
+                (Some(std::path::Component::Normal(part)), None) if part == name.as_str()
+            );
+            if !plain {
+                return Err(MiloError::Malformed {
+                    path: summary.to_path_buf(),
+                    message: format!(
+                        "lists {name:?}, which is not a file name inside the pull; --force deletes nothing"
+                    ),
+                });
+            }
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// Renames the complete staging directory to `into`, replacing an empty directory or, with
+/// `force`, an earlier pull: that one is moved aside, checked again there, and only the files
+/// its `PULL.json` lists are deleted once the new pull is in place, then its directory if empty.
 fn install(staging: tempfile::TempDir, into: &Path, force: bool) -> Result<()> {
-    check_target(into, force)?;
-    let old = if into.exists() {
-        if is_empty_dir(into)? {
-            std::fs::remove_dir(into).map_err(io_error(into))?;
-            None
-        } else {
+    let mut old = None;
+    match check_target(into, force)? {
+        Target::Missing => {}
+        Target::Empty => std::fs::remove_dir(into).map_err(io_error(into))?,
+        Target::Pull(_) => {
             let mut aside = staging.path().as_os_str().to_owned();
             aside.push("-replaced");
             let aside = PathBuf::from(aside);
             std::fs::rename(into, &aside).map_err(io_error(into))?;
-            Some(aside)
+            // What was renamed is what gets deleted from: check it again where it now is.
+            match check_target(&aside, true) {
+                Ok(Target::Pull(names)) => old = Some((aside, names)),
+                other => {
+                    let _ = std::fs::rename(&aside, into);
+                    other?;
+                    return Err(MiloError::Usage(format!(
+                        "{} changed while it was being replaced; nothing was replaced",
+                        into.display()
+                    )));
+                }
+            }
         }
-    } else {
-        None
-    };
+    }
     let staged = staging.keep();
     if let Err(source) = std::fs::rename(&staged, into) {
         // Leave things as they were: the old directory back, the staging one gone.
-        if let Some(old) = &old {
+        if let Some((old, _)) = &old {
             let _ = std::fs::rename(old, into);
         }
         let _ = std::fs::remove_dir_all(&staged);
@@ -426,8 +527,23 @@ fn install(staging: tempfile::TempDir, into: &Path, force: bool) -> Result<()> {
             source,
         });
     }
-    if let Some(old) = old {
-        std::fs::remove_dir_all(&old).map_err(io_error(&old))?;
+    if let Some((old, names)) = old {
+        for name in names {
+            match std::fs::remove_file(old.join(&name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_error(&old)(e));
+                }
+                _ => {}
+            }
+        }
+        if std::fs::remove_dir(&old).is_err() {
+            return Err(MiloError::Usage(format!(
+                "the new pull is in {}; the earlier one's directory, kept as {}, holds files that appeared \
+                 while it was replaced: look at them and remove it",
+                into.display(),
+                old.display()
+            )));
+        }
     }
     Ok(())
 }
@@ -449,19 +565,43 @@ mod tests {
     fn targets_that_are_files_or_full_directories_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("new");
-        assert!(check_target(&missing, false).is_ok());
+        assert_eq!(check_target(&missing, false).unwrap(), Target::Missing);
         std::fs::create_dir(&missing).unwrap();
-        assert!(check_target(&missing, false).is_ok(), "empty directory");
+        assert_eq!(check_target(&missing, false).unwrap(), Target::Empty);
         std::fs::write(missing.join("x"), "x").unwrap();
         let err = check_target(&missing, false).unwrap_err().to_string();
         assert!(err.contains("--force"), "{err}");
         let err = check_target(&missing, true).unwrap_err().to_string();
         assert!(err.contains("not an earlier pull"), "{err}");
-        std::fs::write(missing.join(SUMMARY_FILE), "{}").unwrap();
-        assert!(check_target(&missing, true).is_ok());
+        let summary = r#"{"entries": [{"file": "x", "provenance_file": "x.provenance.json"}]}"#;
+        std::fs::write(missing.join(SUMMARY_FILE), summary).unwrap();
+        assert_eq!(
+            check_target(&missing, true).unwrap(),
+            Target::Pull(vec![SUMMARY_FILE.to_string(), "x".to_string()])
+        );
         let file = dir.path().join("file");
         std::fs::write(&file, "x").unwrap();
         assert!(check_target(&file, true).is_err());
         assert!(target_name(Path::new("..")).is_err());
+    }
+
+    #[test]
+    fn a_summary_listing_a_path_outside_the_pull_deletes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let pull = dir.path().join("pull");
+        std::fs::create_dir(&pull).unwrap();
+        for name in ["../victim", "/etc/passwd", "a/b", ".", ""] {
+            let summary = serde_json::json!({"entries": [{"file": name, "provenance_file": "p"}]});
+            std::fs::write(pull.join(SUMMARY_FILE), summary.to_string()).unwrap();
+            let err = check_target(&pull, true).unwrap_err();
+            assert!(matches!(err, MiloError::Malformed { .. }), "{name}: {err}");
+            assert!(
+                err.to_string().contains("not a file name inside the pull"),
+                "{err}"
+            );
+        }
+        std::fs::write(pull.join(SUMMARY_FILE), "{}").unwrap();
+        let err = check_target(&pull, true).unwrap_err().to_string();
+        assert!(err.contains("not a pull summary"), "{err}");
     }
 }

@@ -20,19 +20,23 @@ pub struct ConvertArgs {
     /// Where to write it, in the format its name asks for: `.npy` (float64), `.txt` or `.csv`
     /// (one value per line), anything else JSON {"values": [...]}; a further `.gz` gzips it.
     output: PathBuf,
-    /// Replace OUT if it exists (without it, an existing OUT is refused).
+    /// Replace OUT if it exists (without it, an existing OUT is refused); only a regular file is
+    /// ever replaced, never a directory, symbolic link, FIFO or device.
     #[arg(long)]
     force: bool,
 }
 
 /// Runs `milo convert`.
 pub fn run(args: &ConvertArgs) -> Result<i32> {
-    if !args.force && args.output.exists() {
+    // A dangling symbolic link exists too: `symlink_metadata`, not `exists`.
+    if !args.force && std::fs::symlink_metadata(&args.output).is_ok() {
         return Err(MiloError::Usage(format!(
             "OUT {}: the file exists; choose another or pass --force",
             args.output.display()
         )));
     }
+    // Refused before the input is read (standard input is not consumed for nothing).
+    crate::atomic_file::check_replaceable(&args.output)?;
     let values = read_values(&args.input)?;
     write_values(&args.output, &values)?;
     note!(

@@ -24,16 +24,19 @@
 //! confined by [`crate::sandbox`]: it may write only in that directory, opens no TCP connection
 //! and sees an empty environment.
 //! The program runs through [`crate::subprocess`]: its own process group, killed whole at the
-//! wall limit, on Ctrl-C and when it ends.
+//! wall limit, on Ctrl-C and when it ends, and nothing it starts (`setsid` included) outlives it
+//! or milo, where Linux lets milo make a PID namespace.
 //!
-//! The output is never trusted: a killed or failing program, a missing or unreadable file, or a
-//! construction the problem rejects leaves the start unchanged, and the reason (with the tail of
+//! The output is never trusted: a killed or failing program, a missing or unreadable file, an
+//! output that is not a regular file (a FIFO or a device is refused at once, never waited on), or
+//! a construction the problem rejects leaves the start unchanged, and the reason (with the tail of
 //! standard error) is the stage's note in the trace. A valid output goes to the runner, which
 //! keeps the best construction and verifies it exactly.
 
 use super::{positive, Stage, StageOutcome};
+use crate::bounded_read::{read_regular_file_capped, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
-use crate::construction::{read_values, write_values};
+use crate::construction::{decode, write_values};
 use crate::optimize::Budget;
 use crate::problems::Problem;
 use crate::subprocess::{self, Finished, Kill, Limits};
@@ -180,27 +183,32 @@ impl RunCommand {
         command
             .args(self.argv[1..].iter().map(|w| fill(w)))
             .current_dir(dir.path());
-        if self.confine {
-            crate::sandbox::confine(&mut command, dir.path())?;
-        }
+        let before_exec = match self.confine {
+            true => Some(crate::sandbox::confine(&mut command, dir.path())?),
+            false => None,
+        };
         let limits = Limits {
             cpu_seconds: self.cpu_seconds.map(|s| s.ceil() as u64),
             memory_bytes: Some((self.memory_mb * 1024.0 * 1024.0) as u64),
             ..Limits::wall(Duration::from_secs_f64(wall.max(0.0)))
         };
-        let finished = subprocess::run(command, &limits, cancel)
+        let finished = subprocess::run_with(command, &limits, cancel, before_exec)
             .map_err(|e| format!("cannot start {}: {e}", self.argv[0]))?;
         if let Some(failure) = self.failure(&finished, wall) {
             return Err(with_stderr(failure, &finished));
         }
-        if !output.exists() {
-            return Err(with_stderr(
-                "the program exited 0 but wrote no output file ({output})".into(),
-                &finished,
-            ));
+        // A regular file only: a FIFO or a device there (or a link to one) is refused, never
+        // waited on.
+        let values = match read_regular_file_capped(&output, CONSTRUCTION_CAP, "the output") {
+            Err(e) if e.is_missing_file() => {
+                return Err(with_stderr(
+                    "the program exited 0 but wrote no output file ({output})".into(),
+                    &finished,
+                ))
+            }
+            read => read.and_then(|bytes| decode(&output, bytes)),
         }
-        let values = read_values(&output)
-            .map_err(|e| with_stderr(format!("unusable output: {e}"), &finished))?;
+        .map_err(|e| with_stderr(format!("unusable output: {e}"), &finished))?;
         problem
             .check(&values)
             .map_err(|v| format!("output rejected: {v}"))?;

@@ -1,6 +1,7 @@
 //! A real single-node Slurm cluster for the tests: Debian's `slurm-wlm` and `munge`, configured
 //! in a temporary directory (state, spool, logs, the munge socket), listening on free loopback
-//! ports, started by the test and stopped by PID when dropped.
+//! ports, started by the test and stopped by PID when dropped — after its jobs are cancelled
+//! and their steps have ended, so no `slurmstepd` outlives it.
 //!
 //! Needs root and the binaries (`.ci/run` installs them: `apt-get install slurm-wlm munge`);
 //! [`Cluster::start`] returns `None` with a SKIP note otherwise.
@@ -12,6 +13,8 @@ use std::time::{Duration, Instant};
 
 /// How long the node may take to become idle.
 const START_PATIENCE: Duration = Duration::from_secs(60);
+/// How long cancelled jobs may take to leave the queue and their steps to end.
+const CANCEL_PATIENCE: Duration = Duration::from_secs(30);
 
 /// A running cluster; its daemons are stopped when it is dropped.
 pub struct Cluster {
@@ -163,9 +166,58 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// The `slurmstepd` processes of this cluster's jobs (their environment names its
+    /// `SLURM_CONF`), by PID.
+    pub fn steps(&self) -> Vec<u32> {
+        let ours = format!("SLURM_CONF={}", self.conf.display());
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let environ = std::fs::read(entry.path().join("environ")).ok()?;
+                let is_ours = environ.split(|b| *b == 0).any(|v| v == ours.as_bytes());
+                (cmdline.starts_with(b"slurmstepd") && is_ours).then_some(pid)
+            })
+            .collect()
+    }
+
+    /// Cancels every job of the cluster and waits, at most [`CANCEL_PATIENCE`], until none is
+    /// queued or running and no step of them is left.
+    fn cancel_jobs(&self) {
+        let deadline = Instant::now() + CANCEL_PATIENCE;
+        loop {
+            let active = self.tool("squeue", &["-h", "-o", "%i"]).unwrap_or_default();
+            let mut jobs: Vec<&str> = active
+                .lines()
+                .filter_map(|l| l.trim().split('_').next())
+                .filter(|j| !j.is_empty())
+                .collect();
+            jobs.dedup();
+            if jobs.is_empty() && self.steps().is_empty() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                eprintln!("slurm test cluster: jobs {jobs:?} still active after scancel");
+                return;
+            }
+            if !jobs.is_empty() {
+                let _ = self.tool("scancel", &jobs);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
-        // Stop the daemons by PID, newest first; then any job step still running.
+        // Cancel the jobs first: a step still running when slurmd stops would outlive it.
+        self.cancel_jobs();
+        // Stop the daemons by PID, newest first.
         for daemon in self.daemons.iter_mut().rev() {
             let _ = Command::new("kill").arg(daemon.id().to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -177,6 +229,20 @@ impl Drop for Cluster {
             }
             let _ = daemon.kill();
             let _ = daemon.wait();
+        }
+        // A step that ignored the cancellation is stopped by PID, and waited for.
+        let deadline = Instant::now() + CANCEL_PATIENCE;
+        loop {
+            let steps = self.steps();
+            if steps.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            for pid in steps {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 }
