@@ -15,8 +15,8 @@ pub const TASKS_PER_ROUND: RangeInclusive<u64> = 1..=4_096;
 pub const SEEDS: RangeInclusive<u64> = 1..=1_000;
 /// Methods of one benchmark.
 pub const METHODS: RangeInclusive<u64> = 1..=64;
-/// Rounds of a run.
-pub const ROUNDS: RangeInclusive<u64> = 1..=1_000_000;
+/// Rounds of a run (0: only the seeds are evaluated).
+pub const ROUNDS: RangeInclusive<u64> = 0..=1_000_000;
 /// Rounds an island may stall before the orchestrator is consulted.
 pub const PATIENCE: RangeInclusive<u64> = 1..=1_000;
 /// Attempts per task.

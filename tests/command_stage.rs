@@ -3,6 +3,7 @@
 //! grandchild behind are stopped or refused with a clear note, leaving no process behind.
 
 mod common;
+use common::processes_with;
 
 use milo::cancel::CancelToken;
 use milo::construction::{read_values, write_values};
@@ -80,20 +81,6 @@ fn refused(outcome: &RunOutcome) -> String {
 /// A marker unique to this test process and `what`, for finding leftover processes.
 fn marker(what: &str) -> String {
     format!("milo-command-test-{what}-{}", std::process::id())
-}
-
-/// Processes whose command line holds `marker` (zombies have none).
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(marker) {
-                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
 }
 
 /// Python that starts a grandchild sleeping forever with `marker` among its arguments.

@@ -3,6 +3,8 @@
 //! exit, a hang with a grandchild, killed at the timeout (or at a cancel) with no process left
 //! behind, and a key in use scrubbed from what the agent prints.
 
+mod common;
+use common::processes_with;
 use milo::llm::cli_agent::{CliAgent, CliOutput};
 use milo::llm::{
     Attachment, BackendConfig, ChatBackend, ChatMessage, ChatRequest, LlmError, Speaker,
@@ -111,20 +113,6 @@ fn request() -> ChatRequest {
         }],
         ..ChatRequest::default()
     }
-}
-
-/// Processes whose command line holds `marker` (zombies have none).
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(marker) {
-                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
 }
 
 #[test]
