@@ -761,17 +761,11 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
         "better.json",
         &scoring_below(best - 2.0 * THRESHOLD, None),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args(["arena", "submit", FIRST, &file, "--base-url", &arena.base])
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env_remove("EINSTEIN_ARENA_BASE_URL")
-        .env_remove("EINSTEIN_ARENA_AGENT")
-        .env("EINSTEIN_ARENA_API_KEY", KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("milo runs");
+    let mut child = MockArena::spawn_milo(
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+        dir.path(),
+        KEY,
+    );
     wait_for_posts(&arena, 1);
     child.kill().unwrap(); // SIGKILL while the POST waits for its answer
     child.wait().unwrap();

@@ -241,17 +241,7 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
         ..MockOptions::default()
     });
     let campaign = dir.path().join("c");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args(campaign_args(&campaign, &arena.base))
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env_remove("EINSTEIN_ARENA_BASE_URL")
-        .env_remove("EINSTEIN_ARENA_AGENT")
-        .env("EINSTEIN_ARENA_API_KEY", KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("milo runs");
+    let mut child = MockArena::spawn_milo(&campaign_args(&campaign, &arena.base), dir.path(), KEY);
     let started = std::time::Instant::now();
     while posts(&arena) == 0 {
         if started.elapsed() > std::time::Duration::from_secs(300) {

@@ -188,6 +188,27 @@ impl MockArena {
     }
 
     /// Every request so far.
+    /// Starts `milo ARGS` in the background in `dir` (also its HOME), with `key` as the API key
+    /// and no arena settings from the environment; its output is dropped. For tests that kill
+    /// it mid-request.
+    pub fn spawn_milo<S: AsRef<std::ffi::OsStr>>(
+        args: &[S],
+        dir: &std::path::Path,
+        key: &str,
+    ) -> std::process::Child {
+        std::process::Command::new(env!("CARGO_BIN_EXE_milo"))
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env_remove("EINSTEIN_ARENA_BASE_URL")
+            .env_remove("EINSTEIN_ARENA_AGENT")
+            .env("EINSTEIN_ARENA_API_KEY", key)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("milo runs")
+    }
+
     pub fn log(&self) -> Vec<Logged> {
         self.state.lock().unwrap().log.clone()
     }
