@@ -762,6 +762,7 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
         &scoring_below(best - 2.0 * THRESHOLD, None),
     );
     let mut child = MockArena::spawn_milo(
+        env!("CARGO_BIN_EXE_milo"),
         &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
         dir.path(),
         KEY,

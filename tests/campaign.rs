@@ -241,7 +241,12 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
         ..MockOptions::default()
     });
     let campaign = dir.path().join("c");
-    let mut child = MockArena::spawn_milo(&campaign_args(&campaign, &arena.base), dir.path(), KEY);
+    let mut child = MockArena::spawn_milo(
+        env!("CARGO_BIN_EXE_milo"),
+        &campaign_args(&campaign, &arena.base),
+        dir.path(),
+        KEY,
+    );
     let started = std::time::Instant::now();
     while posts(&arena) == 0 {
         if started.elapsed() > std::time::Duration::from_secs(300) {

@@ -188,15 +188,16 @@ impl MockArena {
     }
 
     /// Every request so far.
-    /// Starts `milo ARGS` in the background in `dir` (also its HOME), with `key` as the API key
-    /// and no arena settings from the environment; its output is dropped. For tests that kill
-    /// it mid-request.
+    /// Starts the `milo` binary at `milo` with `args` in the background in `dir` (also its
+    /// HOME), with `key` as the API key and no arena settings from the environment; its output
+    /// is dropped. For tests that kill it mid-request.
     pub fn spawn_milo<S: AsRef<std::ffi::OsStr>>(
+        milo: &str,
         args: &[S],
         dir: &std::path::Path,
         key: &str,
     ) -> std::process::Child {
-        std::process::Command::new(env!("CARGO_BIN_EXE_milo"))
+        std::process::Command::new(milo)
             .args(args)
             .current_dir(dir)
             .env("HOME", dir)
