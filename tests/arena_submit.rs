@@ -10,7 +10,6 @@ mod mock_arena;
 
 use mock_arena::{MockArena, MockOptions, MockProblem};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const FIRST: &str = "first-autocorrelation-inequality";
@@ -42,18 +41,9 @@ fn submit(dir: &Path, key: Option<&str>, file: &str, base: &str, extra: &[&str])
 /// Runs milo in `dir` with HOME there (no credentials file of this machine), the arena variables
 /// cleared, and the key in the environment when given.
 fn milo(dir: &Path, key: Option<&str>, args: &[&str]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_milo"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("EINSTEIN_ARENA_API_KEY")
-        .env_remove("EINSTEIN_ARENA_BASE_URL")
-        .env_remove("EINSTEIN_ARENA_AGENT");
-    if let Some(key) = key {
-        command.env("EINSTEIN_ARENA_API_KEY", key);
-    }
-    let out = command.output().expect("milo runs");
+    let out = MockArena::milo_command(env!("CARGO_BIN_EXE_milo"), dir, key, args)
+        .output()
+        .expect("milo runs");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -647,13 +637,7 @@ fn a_server_id_that_is_no_id_is_refused_naming_the_rule_and_the_scrubbed_value()
 
 /// `milo` as [`milo`] runs it, killed if it has not ended within `limit` (then `None`).
 fn milo_within(dir: &Path, key: &str, args: &[&str], limit: Duration) -> Option<Run> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("EINSTEIN_ARENA_BASE_URL")
-        .env_remove("EINSTEIN_ARENA_AGENT")
-        .env("EINSTEIN_ARENA_API_KEY", key)
+    let mut child = MockArena::milo_command(env!("CARGO_BIN_EXE_milo"), dir, Some(key), args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -761,12 +745,16 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
         "better.json",
         &scoring_below(best - 2.0 * THRESHOLD, None),
     );
-    let mut child = MockArena::spawn_milo(
+    let mut child = MockArena::milo_command(
         env!("CARGO_BIN_EXE_milo"),
-        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
         dir.path(),
-        KEY,
-    );
+        Some(KEY),
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("milo runs");
     wait_for_posts(&arena, 1);
     child.kill().unwrap(); // SIGKILL while the POST waits for its answer
     child.wait().unwrap();

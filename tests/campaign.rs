@@ -7,25 +7,15 @@ mod mock_arena;
 
 use mock_arena::{MockArena, MockOptions, MockProblem};
 use std::path::Path;
-use std::process::Command;
 
 const FIRST: &str = "first-autocorrelation-inequality";
 const KEY: &str = "campaign-key-0123456789";
 const AGENT: &str = "milo-campaign";
 
 fn milo(dir: &Path, key: Option<&str>, args: &[&str]) -> (i32, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_milo"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("EINSTEIN_ARENA_API_KEY")
-        .env_remove("EINSTEIN_ARENA_BASE_URL")
-        .env_remove("EINSTEIN_ARENA_AGENT");
-    if let Some(key) = key {
-        command.env("EINSTEIN_ARENA_API_KEY", key);
-    }
-    let out = command.output().expect("milo runs");
+    let out = MockArena::milo_command(env!("CARGO_BIN_EXE_milo"), dir, key, args)
+        .output()
+        .expect("milo runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -241,12 +231,16 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
         ..MockOptions::default()
     });
     let campaign = dir.path().join("c");
-    let mut child = MockArena::spawn_milo(
+    let mut child = MockArena::milo_command(
         env!("CARGO_BIN_EXE_milo"),
-        &campaign_args(&campaign, &arena.base),
         dir.path(),
-        KEY,
-    );
+        Some(KEY),
+        &campaign_args(&campaign, &arena.base),
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("milo runs");
     let started = std::time::Instant::now();
     while posts(&arena) == 0 {
         if started.elapsed() > std::time::Duration::from_secs(300) {

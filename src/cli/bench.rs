@@ -7,7 +7,6 @@ use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::bounds;
 use crate::error::{MiloError, Result, EXIT_OK};
-use crate::optimize::budget::check_seconds;
 use crate::search::evaluation::Quality;
 use crate::search::lineage::DEFAULT_TASKS_PER_ROUND;
 use crate::search::parts::EXECUTORS;
@@ -132,7 +131,6 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     let Some(budget) = args.budget else {
         return Err(MiloError::Usage("--budget SECONDS is required".into()));
     };
-    check_seconds("--budget", budget).map_err(MiloError::Usage)?;
     let k = args.seeds;
     let config = BenchConfig {
         suite: std::path::absolute(&suite).unwrap_or(suite),

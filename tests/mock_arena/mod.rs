@@ -188,26 +188,27 @@ impl MockArena {
     }
 
     /// Every request so far.
-    /// Starts the `milo` binary at `milo` with `args` in the background in `dir` (also its
-    /// HOME), with `key` as the API key and no arena settings from the environment; its output
-    /// is dropped. For tests that kill it mid-request.
-    pub fn spawn_milo<S: AsRef<std::ffi::OsStr>>(
+    /// A command running the `milo` binary at `milo` with `args` in `dir` (also its HOME, so
+    /// no credentials file of this machine is read), the arena variables cleared and `key` as
+    /// the API key when given.
+    pub fn milo_command<S: AsRef<std::ffi::OsStr>>(
         milo: &str,
-        args: &[S],
         dir: &std::path::Path,
-        key: &str,
-    ) -> std::process::Child {
-        std::process::Command::new(milo)
+        key: Option<&str>,
+        args: &[S],
+    ) -> std::process::Command {
+        let mut command = std::process::Command::new(milo);
+        command
             .args(args)
             .current_dir(dir)
             .env("HOME", dir)
+            .env_remove("EINSTEIN_ARENA_API_KEY")
             .env_remove("EINSTEIN_ARENA_BASE_URL")
-            .env_remove("EINSTEIN_ARENA_AGENT")
-            .env("EINSTEIN_ARENA_API_KEY", key)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("milo runs")
+            .env_remove("EINSTEIN_ARENA_AGENT");
+        if let Some(key) = key {
+            command.env("EINSTEIN_ARENA_API_KEY", key);
+        }
+        command
     }
 
     pub fn log(&self) -> Vec<Logged> {
