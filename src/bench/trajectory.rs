@@ -59,8 +59,8 @@ fn best_of<'a>(
         .reduce(|a, b| if direction.better(&b.1, &a.1) { b } else { a })
 }
 
-/// The index of the best candidate: the best quality (ties: the lower cost, then the earlier).
-/// Its validation is the run's validation result.
+/// The index of the best of `evaluations`: the best quality (ties: the lower cost, then the
+/// earlier). A method validates it; [`summarise`] reads a run by it.
 pub fn best_candidate<'a>(evaluations: impl Iterator<Item = &'a Evaluation>) -> Option<usize> {
     evaluations
         .enumerate()
@@ -73,6 +73,20 @@ pub fn best_candidate<'a>(evaluations: impl Iterator<Item = &'a Evaluation>) -> 
             }
         })
         .map(|(i, _)| i)
+}
+
+/// The run's chosen candidate among `steps`: the best by search quality among the validated
+/// steps, or among all when none was validated. A search validates several candidates (each
+/// island's best when it became so) and re-runs parents on other rounds' tasks; a parent's re-run
+/// is no candidate of its own, and choosing by search quality keeps the validation held out.
+fn chosen_candidate(steps: &[TrajectoryStep]) -> Option<&TrajectoryStep> {
+    let validated: Vec<&TrajectoryStep> = steps.iter().filter(|s| s.validation.is_some()).collect();
+    let pool = if validated.is_empty() {
+        steps.iter().collect()
+    } else {
+        validated
+    };
+    best_candidate(pool.iter().map(|s| &s.evaluation)).map(|i| pool[i])
 }
 
 /// How many of `evaluations`, in order, end within `budget` CPU seconds.
@@ -123,7 +137,7 @@ pub fn summarise(
             best: best.1,
         });
     }
-    let chosen = best_candidate(steps[..counted].iter().map(|s| &s.evaluation)).map(|i| &steps[i]);
+    let chosen = chosen_candidate(&steps[..counted]);
     let validation = chosen.and_then(|s| s.validation.as_ref());
     let validation_best = validation.and_then(|v| best_of(v.tasks.iter(), direction, false));
     RunSummary {
@@ -211,5 +225,29 @@ mod tests {
         // Read after the first step only, the later steps' starts must not count.
         let summary = summarise(label(), &trajectory, Direction::Minimize, 1.0);
         assert_eq!((summary.best_exact.as_str(), summary.best), ("0.9", 0.9));
+    }
+
+    #[test]
+    fn a_search_is_read_by_its_best_validated_candidate() {
+        // The second step (a parent's re-run, say) has the best search quality but no
+        // validation; the run's candidate is the best validated one, the third.
+        let mut steps = vec![step("1.0", "0.95"), step("1.0", "0.5"), step("1.0", "0.9")];
+        for (i, quality) in [(0, 11.0), (2, 12.0)] {
+            let mut validation = steps[i].evaluation.clone();
+            validation.fitness.quality = quality;
+            steps[i].validation = Some(validation);
+        }
+        let trajectory = Trajectory {
+            started_at: 0.0,
+            steps,
+        };
+        let summary = summarise(label(), &trajectory, Direction::Minimize, 3.0);
+        assert_eq!(summary.validation_quality, Some(12.0));
+        assert!((summary.quality - 0.1).abs() < 1e-12, "{}", summary.quality);
+        // Unvalidated runs are read by their best search quality, as before.
+        let mut plain = trajectory.clone();
+        plain.steps.iter_mut().for_each(|s| s.validation = None);
+        let summary = summarise(label(), &plain, Direction::Minimize, 3.0);
+        assert_eq!((summary.quality, summary.validation_quality), (0.5, None));
     }
 }
