@@ -65,8 +65,7 @@ pub fn best_candidate<'a>(evaluations: impl Iterator<Item = &'a Evaluation>) -> 
     evaluations
         .enumerate()
         .reduce(|(i, a), (j, b)| {
-            let (x, y) = (a.fitness, b.fitness);
-            if y.quality > x.quality || (y.quality == x.quality && y.cost < x.cost) {
+            if b.fitness.outranks(&a.fitness) {
                 (j, b)
             } else {
                 (i, a)

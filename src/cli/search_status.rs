@@ -7,7 +7,6 @@
 use super::status::{clock, eta, StatusLine};
 use crate::exact::rational::{decimal_string, parse_decimal};
 use crate::problems::Direction;
-use crate::search::archive::search_evaluations;
 use crate::search::evaluation::Discovery;
 use crate::search::evolve::{Search, SearchObserver};
 use crate::search::lineage::{EventRecord, FailureRecord, Move, NodeRecord};
@@ -39,7 +38,8 @@ pub struct BestResult {
 pub fn best_result(state: &SearchState, direction: Direction) -> Option<BestResult> {
     let mut best: Option<(BigRational, BestResult)> = None;
     for node in &state.nodes {
-        for t in search_evaluations(node)
+        for t in node
+            .search_evaluations()
             .chain(node.validation.as_ref())
             .flat_map(|e| &e.tasks)
         {
@@ -216,10 +216,10 @@ impl SearchStatus {
 impl SearchObserver for SearchStatus {
     fn node(&mut self, state: &SearchState, node: &NodeRecord) {
         let f = node.evaluation.fitness;
-        let cost = state
-            .config
-            .as_ref()
-            .map_or_else(|| format!("cost {:.4}", f.cost), |c| f.cost_text(c.cost));
+        let cost = state.config.as_ref().map_or_else(
+            || format!("cost {:.4}", f.cost),
+            |c| c.cost.fitness_text(&f),
+        );
         self.detail(format!(
             "round {:>3} island {} {:<11} {} {:<28} quality {:>9.3} {cost}  {} ({})",
             node.round,

@@ -5,7 +5,6 @@
 use super::plot::{colour, legend, padded, steps, Drawn, Figure, ScoreAxis, FONT};
 use crate::exact::rational::parse_decimal;
 use crate::problems::spec::Direction;
-use crate::search::archive::search_evaluations;
 use crate::search::evaluation::TaskResult;
 use crate::search::lineage::NodeRecord;
 use crate::search::state::SearchState;
@@ -27,7 +26,7 @@ pub struct Scored<'a> {
 /// The best search-task end score of `node` (its own evaluation and its parent's re-run) in
 /// `direction` (the first on ties); tasks whose score is not a decimal are skipped.
 pub fn node_best(node: &NodeRecord, direction: Direction) -> Option<Scored<'_>> {
-    search_evaluations(node)
+    node.search_evaluations()
         .flat_map(|e| &e.tasks)
         .filter(|t| t.split == Split::Search)
         .filter_map(|task| {

@@ -3,7 +3,6 @@
 //! rounds before it, so revisions build on revisions; the archive changes only at round
 //! boundaries and is a function of the lineage (a resumed run rebuilds it).
 
-use super::lineage::NodeRecord;
 use super::round_tasks::{better_text, slot_of};
 use super::state::SearchState;
 use crate::problems::Problem;
@@ -20,18 +19,6 @@ pub struct ArchiveEntry {
     pub node: String,
 }
 
-/// The search evaluations of a node in the order its step ran them: its parent's re-evaluation,
-/// then its own (never validation). "The first on ties" means the first found in this order,
-/// as `best.json` keeps the first construction to reach a score.
-pub fn search_evaluations(
-    node: &NodeRecord,
-) -> impl Iterator<Item = &super::evaluation::Evaluation> {
-    node.parent_evaluation
-        .as_ref()
-        .into_iter()
-        .chain(std::iter::once(&node.evaluation))
-}
-
 /// Per slot, the program that reached the best exact score in the rounds before `round` (ties:
 /// the earliest).
 pub fn best_programs(
@@ -41,7 +28,7 @@ pub fn best_programs(
 ) -> BTreeMap<String, ArchiveEntry> {
     let mut best: BTreeMap<String, ArchiveEntry> = BTreeMap::new();
     for node in state.nodes.iter().filter(|n| n.round < round) {
-        for evaluation in search_evaluations(node) {
+        for evaluation in node.search_evaluations() {
             for task in &evaluation.tasks {
                 let Some(program) = &task.best_program else {
                     continue;

@@ -70,6 +70,19 @@ impl CostMeasure {
         }
     }
 
+    /// The cost and latency of `fitness` with their units, e.g. `cost 1.2345 M
+    /// cell-evaluations, latency 0.4000 M cell-evaluations` or `cost 1.2345 CPU s, latency
+    /// 0.8000 wall s`.
+    pub fn fitness_text(self, fitness: &Fitness) -> String {
+        format!(
+            "cost {:.4} {}, latency {:.4} {}",
+            fitness.cost,
+            self.cost_unit(),
+            fitness.latency,
+            self.latency_unit()
+        )
+    }
+
     /// A task's cost in this measure's unit.
     pub fn task_cost(self, task: &TaskResult) -> f64 {
         match self {

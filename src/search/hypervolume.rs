@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub struct Fitness {
     /// Gain in units of the problem's `min_improvement` (maximised; 0 = never improves).
     pub quality: f64,
-    /// Summed over tasks, in the run's [`super::evaluation::CostMeasure`]: CPU seconds, or
+    /// Summed over tasks, in the run's cost measure: CPU seconds, or
     /// millions of cell-evaluations (minimised).
     pub cost: f64,
     /// Wall seconds of the evaluation, or the largest task's millions of cell-evaluations
@@ -28,16 +28,20 @@ pub struct Fitness {
 }
 
 impl Fitness {
-    /// Cost and latency with their units in `measure`, e.g. `cost 1.2345 M cell-evaluations,
-    /// latency 0.4000 M cell-evaluations` or `cost 1.2345 CPU s, latency 0.8000 wall s`.
-    pub fn cost_text(&self, measure: super::evaluation::CostMeasure) -> String {
-        format!(
-            "cost {:.4} {}, latency {:.4} {}",
-            self.cost,
-            measure.cost_unit(),
-            self.latency,
-            measure.latency_unit()
-        )
+    /// Whether `self` ranks above `other` as a best: a higher quality, or an equal quality at a
+    /// lower cost. The one ranking of candidates (an island's best, a run's best candidate, the
+    /// breeder's other parent); [`Fitness::rank_order`] is its total order for sorting.
+    pub fn outranks(&self, other: &Fitness) -> bool {
+        self.quality > other.quality || (self.quality == other.quality && self.cost < other.cost)
+    }
+
+    /// The ranking of [`Fitness::outranks`] as a total order (best first; NaN and signed zeros
+    /// ordered by [`f64::total_cmp`]), for sorting a population.
+    pub fn rank_order(&self, other: &Fitness) -> std::cmp::Ordering {
+        other
+            .quality
+            .total_cmp(&self.quality)
+            .then(self.cost.total_cmp(&other.cost))
     }
 
     /// Whether all three objectives are finite numbers.

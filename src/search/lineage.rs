@@ -161,16 +161,23 @@ fn default_tasks_per_round() -> usize {
     DEFAULT_TASKS_PER_ROUND
 }
 
+/// The orchestrator a run uses unless it names one.
+pub const DEFAULT_ORCHESTRATOR: &str = "builtin";
+/// The lineage store a run uses unless it names one.
+pub const DEFAULT_LINEAGE_STORE: &str = "jsonl";
+/// The executor a run uses unless it names one.
+pub const DEFAULT_EXECUTOR: &str = "local-threads";
+
 fn default_orchestrator() -> String {
-    super::parts::ORCHESTRATORS[0].into()
+    DEFAULT_ORCHESTRATOR.into()
 }
 
 fn default_lineage_store() -> String {
-    super::parts::LINEAGE_STORES[0].into()
+    DEFAULT_LINEAGE_STORE.into()
 }
 
 fn default_executor() -> String {
-    super::parts::EXECUTORS[0].into()
+    DEFAULT_EXECUTOR.into()
 }
 
 /// How a parent is picked from an island's admitted set.
@@ -254,6 +261,16 @@ pub struct NodeRecord {
 }
 
 impl NodeRecord {
+    /// Its search evaluations in the order its step ran them: its parent's re-evaluation, then
+    /// its own (never validation). "The first on ties" means the first found in this order, as
+    /// `best.json` keeps the first construction to reach a score.
+    pub fn search_evaluations(&self) -> impl Iterator<Item = &Evaluation> {
+        self.parent_evaluation
+            .as_ref()
+            .into_iter()
+            .chain(std::iter::once(&self.evaluation))
+    }
+
     /// Whether the node was admitted.
     pub fn admitted(&self) -> bool {
         self.verdict.admitted

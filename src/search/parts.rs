@@ -4,7 +4,10 @@
 //! usage error naming it and listing the known ones. Tests inject parts of their own through
 //! [`Parts`] (see [`super::evolve::Search::start_with`]).
 
-use super::lineage::{JsonlLineage, LineageRecord, LineageStore, RunConfig, LINEAGE_FILE};
+use super::lineage::{
+    JsonlLineage, LineageRecord, LineageStore, RunConfig, DEFAULT_EXECUTOR, DEFAULT_LINEAGE_STORE,
+    DEFAULT_ORCHESTRATOR, LINEAGE_FILE,
+};
 use super::mutators::{self, Mutator};
 use super::orchestrator::llm::LlmOrchestrator;
 use super::orchestrator::{BuiltinOrchestrator, Orchestrator};
@@ -15,13 +18,13 @@ use crate::llm::AgentsConfig;
 use std::path::Path;
 
 /// Names of the orchestrators (the first is the default).
-pub const ORCHESTRATORS: [&str; 2] = ["builtin", "llm"];
+pub const ORCHESTRATORS: [&str; 2] = [DEFAULT_ORCHESTRATOR, "llm"];
 
 /// Names of the lineage stores (the first is the default).
-pub const LINEAGE_STORES: [&str; 1] = ["jsonl"];
+pub const LINEAGE_STORES: [&str; 1] = [DEFAULT_LINEAGE_STORE];
 
 /// Names of the executors (the first is the default).
-pub const EXECUTORS: [&str; 2] = ["local-threads", "slurm"];
+pub const EXECUTORS: [&str; 2] = [DEFAULT_EXECUTOR, "slurm"];
 
 /// The spool of the `slurm` executor, inside the run directory (which must be on a filesystem
 /// the cluster's nodes share).

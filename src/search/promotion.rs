@@ -8,7 +8,6 @@
 //! (every program) starts from it. The decisions read only recorded results, so a resumed run
 //! makes the same ones.
 
-use super::archive::search_evaluations;
 use super::round_tasks::{better_text, start_of};
 use super::state::SearchState;
 use crate::bounded_read::{read_text_capped, CONSTRUCTION_CAP};
@@ -97,7 +96,7 @@ pub struct RoundBest {
 pub fn round_bests(state: &SearchState, problem: &dyn Problem, round: usize) -> Vec<RoundBest> {
     let mut bests: Vec<RoundBest> = Vec::new();
     for node in state.nodes.iter().filter(|n| n.round == round) {
-        for evaluation in search_evaluations(node) {
+        for evaluation in node.search_evaluations() {
             for task in &evaluation.tasks {
                 let Some(hash) = &task.construction else {
                     continue;

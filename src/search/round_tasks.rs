@@ -112,23 +112,38 @@ pub fn validation_tasks(slots: &[Slot], run_seed: u64, count: usize) -> Vec<Task
         .collect()
 }
 
-/// An evaluation's mean gain per slot, in the order of `slots` (0 where it ran no task): the
-/// behavioural descriptor that stays comparable between rounds with different seeds.
+/// An evaluation's mean gain per slot, the slots in the order its tasks first name them: tasks
+/// of different rounds differ in their seeds, their slots compare. The one per-slot gain (the
+/// behavioural descriptor, the orchestrator's similarity, the LLM mutator's slot summary).
+pub fn mean_gain_per_slot(evaluation: &Evaluation) -> Vec<(&str, f64)> {
+    let mut slots: Vec<(&str, f64, usize)> = Vec::new();
+    for task in &evaluation.tasks {
+        let slot = slot_of(&task.task);
+        match slots.iter_mut().find(|(s, _, _)| *s == slot) {
+            Some(entry) => {
+                entry.1 += task.gain;
+                entry.2 += 1;
+            }
+            None => slots.push((slot, task.gain, 1)),
+        }
+    }
+    slots
+        .into_iter()
+        .map(|(slot, sum, count)| (slot, sum / count as f64))
+        .collect()
+}
+
+/// An evaluation's mean gain per slot (see [`mean_gain_per_slot`]) in the order of `slots` (0
+/// where it ran no task): the behavioural descriptor that stays comparable between rounds.
 pub fn slot_gains(evaluation: &Evaluation, slots: &[String]) -> Vec<f64> {
+    let means = mean_gain_per_slot(evaluation);
     slots
         .iter()
         .map(|slot| {
-            let gains: Vec<f64> = evaluation
-                .tasks
+            means
                 .iter()
-                .filter(|t| slot_of(&t.task) == slot)
-                .map(|t| t.gain)
-                .collect();
-            if gains.is_empty() {
-                0.0
-            } else {
-                gains.iter().sum::<f64>() / gains.len() as f64
-            }
+                .find(|(s, _)| s == slot)
+                .map_or(0.0, |&(_, mean)| mean)
         })
         .collect()
 }

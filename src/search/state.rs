@@ -233,8 +233,7 @@ impl SearchState {
     /// An island's best admitted node: highest quality, then lowest cost, then earliest.
     pub fn island_best(&self, island: usize) -> Option<&NodeRecord> {
         self.admitted(island).into_iter().reduce(|best, n| {
-            let (a, b) = (n.evaluation.fitness, best.evaluation.fitness);
-            if a.quality > b.quality || (a.quality == b.quality && a.cost < b.cost) {
+            if n.evaluation.fitness.outranks(&best.evaluation.fitness) {
                 n
             } else {
                 best
@@ -248,7 +247,7 @@ impl SearchState {
     pub fn spent_cpu_seconds(&self) -> f64 {
         self.nodes
             .iter()
-            .flat_map(|n| super::archive::search_evaluations(n).chain(n.validation.as_ref()))
+            .flat_map(|n| n.search_evaluations().chain(n.validation.as_ref()))
             .map(Evaluation::spent_cpu_seconds)
             .sum()
     }
@@ -259,7 +258,8 @@ impl SearchState {
     pub fn decision_cost(&self) -> (usize, usize) {
         let decided = self.nodes.iter().filter(|n| n.parent_evaluation.is_some());
         decided.fold((0, 0), |(children, runs), node| {
-            let fresh = super::archive::search_evaluations(node)
+            let fresh = node
+                .search_evaluations()
                 .filter(|e| !e.reused)
                 .map(|e| e.tasks.len())
                 .sum::<usize>();

@@ -67,10 +67,7 @@ impl ProgramEvolution {
         island.push(index);
         island.sort_by(|&a, &b| {
             let (x, y) = (steps[a].evaluation.fitness, steps[b].evaluation.fitness);
-            y.quality
-                .total_cmp(&x.quality)
-                .then(x.cost.total_cmp(&y.cost))
-                .then(a.cmp(&b))
+            x.rank_order(&y).then(a.cmp(&b))
         });
         island.truncate(self.capacity);
     }
@@ -141,7 +138,7 @@ impl Method for ProgramEvolution {
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
         let tasks = ctx.search_tasks();
-        let mut current = CurrentStarts::rebuild(ctx, distinct_runs(&tasks), &log.steps)?;
+        let mut current = CurrentStarts::rebuild(ctx, distinct_runs(&tasks), log.promotions())?;
         let mut initial: Vec<Program> = Vec::new();
         for task in &tasks {
             if !initial.contains(&task.program) {

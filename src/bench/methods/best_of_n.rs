@@ -45,7 +45,7 @@ impl Method for BestOfN {
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
         let seeds = &self.harnesses;
-        let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), &log.steps)?;
+        let mut current = CurrentStarts::rebuild(ctx, ctx.search_tasks(), log.promotions())?;
         while ctx.may_step(&log) {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);

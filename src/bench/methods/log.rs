@@ -61,6 +61,11 @@ pub struct BaselineLog {
 }
 
 impl BaselineLog {
+    /// Every promotion its steps recorded, in order.
+    pub fn promotions(&self) -> impl Iterator<Item = &Promotion> {
+        self.steps.iter().flat_map(|s| &s.promoted)
+    }
+
     /// Opens the run's records in `dir`, creating them if new.
     pub fn open(dir: &Path) -> Result<BaselineLog> {
         let path = dir.join(STEPS_FILE);

@@ -7,7 +7,6 @@
 //! names the file per task, so a resumed run rebuilds the same current starts from its records
 //! (each file's hash checked, its score recomputed exactly).
 
-use super::log::StepRecord;
 use super::RunContext;
 use crate::error::{MiloError, Result};
 use crate::problems::Problem;
@@ -35,20 +34,20 @@ pub struct CurrentStarts<'a> {
 }
 
 impl<'a> CurrentStarts<'a> {
-    /// `tasks` with every promotion recorded in `steps` applied in order (the run's current
-    /// starts after those steps); each file is read from the run's directory, its hash checked
+    /// `tasks` with `promotions` (a run's recorded promotions) applied in order: the run's
+    /// current starts after them; each file is read from the run's directory, its hash checked
     /// against its name and its construction re-scored exactly.
-    pub fn rebuild(
+    pub fn rebuild<'p>(
         ctx: &RunContext<'a>,
         tasks: Vec<Task>,
-        steps: &[StepRecord],
+        promotions: impl IntoIterator<Item = &'p Promotion>,
     ) -> Result<CurrentStarts<'a>> {
         let mut current = CurrentStarts {
             problem: ctx.suite.problem.as_ref(),
             dir: ctx.dir.to_path_buf(),
             tasks,
         };
-        for promotion in steps.iter().flat_map(|s| &s.promoted) {
+        for promotion in promotions {
             let path = current.dir.join(&promotion.file);
             let hash = Path::new(&promotion.file)
                 .file_stem()
@@ -104,9 +103,14 @@ impl<'a> CurrentStarts<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::fixture;
+    use super::super::log::StepRecord;
     use super::*;
     use crate::search::evaluation::Evaluation;
     use crate::search::hypervolume::Fitness;
+
+    fn promotions(records: &[StepRecord]) -> impl Iterator<Item = &Promotion> {
+        records.iter().flat_map(|s| &s.promoted)
+    }
 
     fn record(promoted: Vec<Promotion>) -> StepRecord {
         StepRecord {
@@ -163,7 +167,7 @@ mod tests {
                 exact: best.exact.clone(),
             })
             .collect();
-        let mut current = CurrentStarts::rebuild(&ctx, tasks.clone(), &[]).unwrap();
+        let mut current = CurrentStarts::rebuild(&ctx, tasks.clone(), []).unwrap();
         let promoted = current.promote(&offer).unwrap();
         let moved: Vec<&str> = promoted.iter().map(|p| p.task.as_str()).collect();
         let worse: Vec<&str> = tasks
@@ -177,7 +181,7 @@ mod tests {
         assert!(current.promote(&offer).unwrap().is_empty());
 
         let records = [record(promoted.clone())];
-        let rebuilt = CurrentStarts::rebuild(&ctx, tasks.clone(), &records).unwrap();
+        let rebuilt = CurrentStarts::rebuild(&ctx, tasks.clone(), promotions(&records)).unwrap();
         for (a, b) in current.tasks().iter().zip(rebuilt.tasks()) {
             assert_eq!(a.id, b.id);
             assert_eq!(a.start.label, b.start.label);
@@ -189,6 +193,6 @@ mod tests {
 
         // A promoted file that changed is an error, not a silent new start.
         std::fs::write(run.join(&promoted[0].file), r#"{"values": [1.0, 2.0]}"#).unwrap();
-        assert!(CurrentStarts::rebuild(&ctx, tasks, &records).is_err());
+        assert!(CurrentStarts::rebuild(&ctx, tasks, promotions(&records)).is_err());
     }
 }

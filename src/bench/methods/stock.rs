@@ -60,7 +60,7 @@ impl Method for Stock {
         // The verbatim writer ignores the harness; one is needed to evaluate.
         let harness = &seed_harnesses()[0];
         let search = self.with_own_program(ctx.search_tasks());
-        let mut current = CurrentStarts::rebuild(ctx, search, &log.steps)?;
+        let mut current = CurrentStarts::rebuild(ctx, search, log.promotions())?;
         while ctx.may_step(&log) {
             if ctx.cancel.is_cancelled() {
                 return Ok(None);

@@ -12,7 +12,6 @@ use crate::records::unix_seconds;
 use crate::runner::derive_seed;
 use crate::search::admission::{admit, Verdict};
 use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, Outcome, WriterFailure};
-use crate::search::hypervolume::Fitness;
 use crate::search::lineage::{
     AdmissionPolicy, FailureRecord, LineageRecord, NodeRecord, ParentChoice,
 };
@@ -480,7 +479,7 @@ impl Search {
                 }
             };
             let becomes_best = verdict.admitted
-                && (chosen == best || outranks(&evaluation.fitness, &candidates[best].fitness));
+                && (chosen == best || evaluation.fitness.outranks(&candidates[best].fitness));
             let child = proposal.harness;
             let validation = if becomes_best {
                 let outcome = self.validate(&child, (island, round), &ids[k], observer)?;
@@ -566,7 +565,7 @@ impl Search {
             .iter()
             .filter(|n| n.round == 0)
             .reduce(
-                |a, b| match outranks(&b.evaluation.fitness, &a.evaluation.fitness) {
+                |a, b| match b.evaluation.fitness.outranks(&a.evaluation.fitness) {
                     true => b,
                     false => a,
                 },
@@ -620,17 +619,11 @@ impl Search {
     }
 }
 
-/// Whether `a` ranks above `b` as an island's best: higher quality, or equal quality at a
-/// lower cost.
-fn outranks(a: &Fitness, b: &Fitness) -> bool {
-    a.quality > b.quality || (a.quality == b.quality && a.cost < b.cost)
-}
-
 /// The candidate with the best quality (ties: the lower cost, then the first).
 fn best_index(candidates: &[MemberScores]) -> usize {
     let mut best = 0;
     for (i, c) in candidates.iter().enumerate() {
-        if outranks(&c.fitness, &candidates[best].fitness) {
+        if c.fitness.outranks(&candidates[best].fitness) {
             best = i;
         }
     }

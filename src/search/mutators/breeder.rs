@@ -65,10 +65,8 @@ fn best_other<'a>(ctx: &MutationContext<'a>) -> Option<(&'a NodeRecord, &'a Harn
         if !node.admitted() || !node.evaluation.fitness.is_finite() || policy_hash(h) == own {
             continue;
         }
-        let better = best.is_none_or(|(b, _)| {
-            let (f, g) = (node.evaluation.fitness, b.evaluation.fitness);
-            f.quality > g.quality || (f.quality == g.quality && f.cost < g.cost)
-        });
+        let better =
+            best.is_none_or(|(b, _)| node.evaluation.fitness.outranks(&b.evaluation.fitness));
         if better {
             best = Some((node, h));
         }
@@ -93,7 +91,7 @@ fn compare(parent: &NodeRecord, co: &NodeRecord, source: &str, cost: CostMeasure
             n.id,
             n.name,
             n.evaluation.fitness.quality,
-            n.evaluation.fitness.cost_text(cost),
+            cost.fitness_text(&n.evaluation.fitness),
             gains.len()
         )
     };

@@ -18,7 +18,7 @@ use super::{
 use crate::harness::{kind_key, EditKind, Evidence, Harness};
 use crate::llm::{excerpt, ChatMessage, ChatRequest, ModelPool, Speaker, Usage};
 use crate::search::mutators::evidence_key;
-use crate::search::round_tasks::slot_of;
+use crate::search::round_tasks::{mean_gain_per_slot, slot_of};
 use std::path::Path;
 
 /// The mutator's name in the pool (`--mutators tuner,llm`).
@@ -228,34 +228,26 @@ fn situation(ctx: &MutationContext, diagnosis: &Diagnosis) -> String {
 
 /// Per slot of the node's evaluation, in order: its mean gain and the evidence seen on it.
 fn slot_summary(node: &crate::search::lineage::NodeRecord) -> Vec<(String, f64, String)> {
-    let mut slots: Vec<(String, f64, usize, Vec<Evidence>)> = Vec::new();
-    for task in &node.evaluation.tasks {
-        let slot = slot_of(&task.task);
-        let index = match slots.iter().position(|s| s.0 == slot) {
-            Some(i) => i,
-            None => {
-                slots.push((slot.to_string(), 0.0, 0, Vec::new()));
-                slots.len() - 1
-            }
-        };
-        let entry = &mut slots[index];
-        entry.1 += task.gain;
-        entry.2 += 1;
-        for e in &task.evidence {
-            if !entry.3.contains(e) {
-                entry.3.push(*e);
-            }
-        }
-    }
-    slots
+    mean_gain_per_slot(&node.evaluation)
         .into_iter()
-        .map(|(slot, sum, count, evidence)| {
+        .map(|(slot, mean)| {
+            let mut evidence: Vec<Evidence> = Vec::new();
+            let seen = node
+                .evaluation
+                .tasks
+                .iter()
+                .filter(|t| slot_of(&t.task) == slot);
+            for e in seen.flat_map(|t| &t.evidence) {
+                if !evidence.contains(e) {
+                    evidence.push(*e);
+                }
+            }
             let words: Vec<String> = evidence.into_iter().map(evidence_key).collect();
             let words = match words.is_empty() {
                 true => "none".to_string(),
                 false => words.join(", "),
             };
-            (slot, sum / count as f64, words)
+            (slot.to_string(), mean, words)
         })
         .collect()
 }

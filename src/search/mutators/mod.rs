@@ -353,7 +353,7 @@ impl Diagnosis {
             self.gained,
             self.tasks,
             self.fitness.quality,
-            self.fitness.cost_text(self.cost)
+            self.cost.fitness_text(&self.fitness)
         )];
         let ranked = self.ranked();
         if !ranked.is_empty() {

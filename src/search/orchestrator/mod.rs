@@ -26,7 +26,7 @@ pub mod reassign;
 pub mod speciate;
 
 use super::lineage::{EventRecord, Move, NodeRecord};
-use super::round_tasks::slot_of;
+use super::round_tasks::mean_gain_per_slot;
 use super::similarity::similarity;
 use super::state::SearchState;
 use crate::cancel::CancelToken;
@@ -216,23 +216,9 @@ fn show(x: f64) -> String {
     }
 }
 
-/// A node's mean gain per slot (see [`crate::search::round_tasks`]), in its evaluation's order:
-/// tasks of different rounds differ in their seeds, their slots compare.
+/// A node's mean gain per slot, in its evaluation's order.
 fn gains(node: &NodeRecord) -> impl Iterator<Item = (&str, f64)> {
-    let mut slots: Vec<(&str, f64, usize)> = Vec::new();
-    for (task, gain) in node.evaluation.tasks.iter().zip(&node.evaluation.gains) {
-        let slot = slot_of(&task.task);
-        match slots.iter_mut().find(|(s, _, _)| *s == slot) {
-            Some(entry) => {
-                entry.1 += gain;
-                entry.2 += 1;
-            }
-            None => slots.push((slot, *gain, 1)),
-        }
-    }
-    slots
-        .into_iter()
-        .map(|(slot, sum, count)| (slot, sum / count as f64))
+    mean_gain_per_slot(&node.evaluation).into_iter()
 }
 
 /// The gains of `a` and `b` on the tasks both were evaluated on, with those tasks' ids.
