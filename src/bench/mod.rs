@@ -24,16 +24,17 @@ use crate::cancel::CancelToken;
 use crate::dir_lock::DirLock;
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
-use crate::executor::SlurmOptions;
+use crate::executor::{Executor, SlurmOptions};
 use crate::records::unix_seconds;
 use crate::runner::trace::process_cpu_seconds;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::default_cost_measure;
-use crate::search::parts::EXECUTORS;
+use crate::search::parts::{self, EXECUTORS, SPOOL_DIR};
 use crate::suite::Suite;
 use results::{Batch, BenchResults, RunSummary};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use trajectory::RunLabel;
 
 /// A benchmark's settings (`bench.json`).
@@ -372,6 +373,10 @@ impl Bench {
             let cpu_at_start = process_cpu_seconds();
             let method = methods::resolve(&planned.method, &self.dir)?;
             let reserve = budget_cut::ValidationReserve::default();
+            let spool = dir.join(SPOOL_DIR);
+            let slurm = self.config.slurm.clone();
+            let executor: Arc<dyn Executor> =
+                parts::executor(&self.config.executor, jobs, &spool, slurm)?.into();
             let ctx = |cancel: CancelToken, budget_spent| methods::RunContext {
                 suite: &self.suite,
                 dir: &dir,
@@ -382,8 +387,9 @@ impl Bench {
                 quality: self.config.quality,
                 cost: default_cost_measure(&self.suite, "builtin"),
                 promote: self.config.promote_discoveries,
-                executor: &self.config.executor,
+                executor_name: &self.config.executor,
                 slurm: self.config.slurm.clone(),
+                executor: executor.clone(),
                 search: self.config.search,
                 budget_spent,
                 reserve: reserve.clone(),

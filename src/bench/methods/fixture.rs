@@ -3,9 +3,11 @@
 
 use super::RunContext;
 use crate::cancel::CancelToken;
+use crate::executor::LocalThreads;
 use crate::search::evaluation::{CostMeasure, Quality};
 use crate::suite::{sha256_hex, Suite};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Writes the suite into `dir` and loads it.
 pub fn tiny_suite(dir: &Path) -> Suite {
@@ -61,8 +63,9 @@ pub fn context<'a>(suite: &'a Suite, dir: &'a Path, cpu_seconds: f64) -> RunCont
         quality: Quality::Best,
         cost: CostMeasure::Counted,
         promote: false,
-        executor: "local-threads",
+        executor_name: "local-threads",
         slurm: None,
+        executor: Arc::new(LocalThreads::new(1)),
         search: Default::default(),
         budget_spent: false,
         reserve: Default::default(),

@@ -28,17 +28,17 @@ use super::budget_cut::ValidationReserve;
 use super::trajectory::Trajectory;
 use crate::cancel::CancelToken;
 use crate::error::Result;
-use crate::executor::SlurmOptions;
+use crate::executor::{Executor, SlurmOptions};
 use crate::harness::Harness;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::search::evaluation::{
     evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Outcome, Quality,
 };
-use crate::search::parts::{self, SPOOL_DIR};
 use crate::suite::{Suite, Task};
 use log::BaselineLog;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What one run of a method is given.
 pub struct RunContext<'a> {
@@ -62,9 +62,11 @@ pub struct RunContext<'a> {
     /// (`--promote-discoveries`).
     pub promote: bool,
     /// Where task evaluations run, by name (see [`crate::search::parts::executor`]).
-    pub executor: &'a str,
+    pub executor_name: &'a str,
     /// How the `slurm` executor submits.
     pub slurm: Option<SlurmOptions>,
+    /// The run's executor (the one called `executor_name`), made once for the run.
+    pub executor: Arc<dyn Executor>,
     /// How the MILO methods search.
     pub search: search::SearchKnobs,
     /// The run's CPU budget is spent (the step in flight was cut at it): make no more steps,
@@ -119,13 +121,13 @@ impl RunContext<'_> {
             library,
             agents: None,
         };
-        let executor = parts::executor(
-            self.executor,
-            self.jobs,
-            &self.dir.join(SPOOL_DIR),
-            self.slurm.clone(),
-        )?;
-        match evaluate(executor.as_ref(), harness, &refs, &settings, &self.cancel)? {
+        match evaluate(
+            self.executor.as_ref(),
+            harness,
+            &refs,
+            &settings,
+            &self.cancel,
+        )? {
             Outcome::Done(evaluation, discoveries) => Ok(Some((evaluation, discoveries))),
             Outcome::Failed(failure) => Err(failure.error),
             Outcome::Cancelled => Ok(None),

@@ -177,7 +177,7 @@ impl Method for SearchVariant {
                 mutators: self.mutators.iter().map(|m| m.to_string()).collect(),
                 orchestrator: ORCHESTRATORS[0].into(),
                 lineage_store: LINEAGE_STORES[0].into(),
-                executor: ctx.executor.into(),
+                executor: ctx.executor_name.into(),
                 slurm: ctx.slurm.clone(),
                 cpu_seconds: Some(ctx.cpu_seconds),
                 components: self.components,

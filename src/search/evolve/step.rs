@@ -11,7 +11,7 @@ use crate::program::Program;
 use crate::records::unix_seconds;
 use crate::runner::derive_seed;
 use crate::search::admission::{admit, Verdict};
-use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, Outcome, WriterFailure};
+use crate::search::evaluation::{evaluate, Evaluation, EvaluationSettings, Outcome};
 use crate::search::lineage::{
     AdmissionPolicy, FailureRecord, LineageRecord, NodeRecord, ParentChoice,
 };
@@ -39,16 +39,6 @@ pub(super) struct Decided {
     pub parent: Evaluation,
     /// Admitted or not, and why.
     pub verdict: Verdict,
-}
-
-/// How an evaluation in a step ended.
-pub(super) enum Evaluated {
-    /// It finished.
-    Done(Evaluation),
-    /// The run was cancelled during it: nothing is recorded, a resumed run redoes it.
-    Cancelled,
-    /// The writer failed on an attempt: the step records the failure and skips the round.
-    Failed(WriterFailure),
 }
 
 impl Search {
@@ -80,8 +70,11 @@ impl Search {
     }
 
     /// Evaluates `harness` on `tasks` (of `round`) with the run's writer through the executor,
-    /// saving discoveries and candidate starts (not when cancelled); reuses an identical earlier evaluation (same
-    /// harness, same tasks) from the lineage, marked as reused.
+    /// saving discoveries and candidate starts (not when cancelled); reuses an identical earlier
+    /// evaluation (same harness, same tasks) from the lineage, marked as reused and with no
+    /// improvements of its own (they were saved when first found). A cancelled evaluation
+    /// records nothing (a resumed run redoes it); a writer's failure is recorded by
+    /// [`Search::finished`], and the step skips the round.
     pub(super) fn evaluate(
         &mut self,
         harness: &Harness,
@@ -89,7 +82,7 @@ impl Search {
         (island, round): (usize, usize),
         node: &str,
         observer: &mut dyn SearchObserver,
-    ) -> Result<Evaluated> {
+    ) -> Result<Outcome> {
         let ids = Self::task_ids(tasks);
         let hash = harness.content_hash();
         let state = &self.state;
@@ -110,7 +103,7 @@ impl Search {
         });
         if let Some(mut known) = known {
             known.reused = true;
-            return Ok(Evaluated::Done(known));
+            return Ok(Outcome::Done(known, vec![]));
         }
         let library = self.library(island);
         let config = self.config();
@@ -123,17 +116,15 @@ impl Search {
             library: &library,
             agents: config.agents.as_ref(),
         };
-        let evaluated = evaluate(
+        let outcome = evaluate(
             self.parts.executor.as_ref(),
             harness,
             tasks,
             &settings,
             &self.cancel,
         )?;
-        let (mut evaluation, improvements) = match evaluated {
-            Outcome::Done(evaluation, improvements) => (evaluation, improvements),
-            Outcome::Failed(failure) => return Ok(Evaluated::Failed(failure)),
-            Outcome::Cancelled => return Ok(Evaluated::Cancelled),
+        let Outcome::Done(mut evaluation, improvements) = outcome else {
+            return Ok(outcome);
         };
         if tasks.iter().all(|t| t.split == Split::Search) {
             self.save_candidate_starts(round, &mut evaluation, &improvements)?;
@@ -153,7 +144,7 @@ impl Search {
             }
             self.save_best(improvement, &hash, node)?;
         }
-        Ok(Evaluated::Done(evaluation))
+        Ok(Outcome::Done(evaluation, improvements))
     }
 
     /// Evaluates `harness` on the run's validation tasks (held-out starts and seeds).
@@ -163,7 +154,7 @@ impl Search {
         (island, round): (usize, usize),
         node: &str,
         observer: &mut dyn SearchObserver,
-    ) -> Result<Evaluated> {
+    ) -> Result<Outcome> {
         let tasks = self.validation.clone();
         let refs: Vec<&Task> = tasks.iter().collect();
         self.evaluate(harness, &refs, (island, round), node, observer)
@@ -185,15 +176,15 @@ impl Search {
     /// way the step ends there.
     pub(super) fn finished(
         &mut self,
-        outcome: Evaluated,
+        outcome: Outcome,
         round: usize,
         island: usize,
         observer: &mut dyn SearchObserver,
     ) -> Result<Option<Evaluation>> {
         match outcome {
-            Evaluated::Done(evaluation) => Ok(Some(evaluation)),
-            Evaluated::Cancelled => Ok(None),
-            Evaluated::Failed(failure) => {
+            Outcome::Done(evaluation, _) => Ok(Some(evaluation)),
+            Outcome::Cancelled => Ok(None),
+            Outcome::Failed(failure) => {
                 let writer = self.config().writer.clone();
                 let message = format!("task {}: {}", failure.task, failure.error);
                 let failure = FailureRecord {
