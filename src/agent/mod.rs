@@ -1,12 +1,13 @@
-//! Agents that write optimizer programs.
+//! Agents that write optimizer programs. "Agent" and "writer" name one concept: an
+//! [`OptimizerWriter`] (a run's `writer` setting names one).
 //!
 //! An [`OptimizerWriter`] takes a harness (its policy) and an [`Assignment`] (a problem, a start
 //! construction, a parent program, a budget and a seed) and returns an [`Attempt`]: the best
 //! construction it could make, verified exactly, with the programs it wrote and ran. The
 //! built-in writer ([`BuiltinWriter`]) interprets the harness deterministically; the LLM writer
 //! ([`LlmWriter`]) asks a language model for revised programs under the harness's `[llm]`
-//! policy. [`VerbatimWriter`] runs the parent program unchanged (the agent of baselines that
-//! evolve programs, not harnesses).
+//! policy. [`GivenProgram`] writes nothing: it runs the parent program unchanged (the agent of
+//! baselines that evolve programs, not harnesses).
 
 mod builtin;
 pub mod exact_text;
@@ -21,7 +22,7 @@ mod verbatim;
 pub use builtin::BuiltinWriter;
 pub use llm_answer::extract_block;
 pub use llm_writer::LlmWriter;
-pub use verbatim::VerbatimWriter;
+pub use verbatim::GivenProgram;
 
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
@@ -143,7 +144,7 @@ pub fn writer_by_name(
 ) -> Result<Box<dyn OptimizerWriter>> {
     match name {
         "builtin" => Ok(Box::new(BuiltinWriter)),
-        "verbatim" => Ok(Box::new(VerbatimWriter)),
+        "verbatim" => Ok(Box::new(GivenProgram)),
         "llm" => match agents {
             Some(agents) => Ok(Box::new(LlmWriter::new(
                 agents.pool("writer")?,

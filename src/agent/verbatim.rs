@@ -12,9 +12,9 @@ use std::time::Instant;
 
 /// The agent that runs the given program unchanged.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct VerbatimWriter;
+pub struct GivenProgram;
 
-impl OptimizerWriter for VerbatimWriter {
+impl OptimizerWriter for GivenProgram {
     fn name(&self) -> &str {
         "verbatim"
     }

@@ -10,7 +10,7 @@ use crate::campaign::{Campaign, CampaignSettings, Offer, SuitePlan};
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK, EXIT_SUBMISSION_FAILED};
 use crate::report::write_report;
-use crate::search::evaluation::{Discovery, Quality};
+use crate::search::evaluation::{Improvement, Quality};
 use crate::search::evolve::{default_cost_measure, Search, SearchObserver};
 use crate::search::lineage::{
     EventRecord, FailureRecord, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND,
@@ -280,7 +280,7 @@ impl SearchObserver for CampaignObserver<'_> {
         self.status.failure(failure);
     }
 
-    fn discovery(&mut self, path: &Path, discovery: &Discovery) {
+    fn discovery(&mut self, path: &Path, discovery: &Improvement) {
         self.status.discovery(path, discovery);
     }
 

@@ -7,7 +7,7 @@
 use super::status::{clock, eta, StatusLine};
 use crate::exact::rational::{decimal_string, parse_decimal};
 use crate::problems::Direction;
-use crate::search::evaluation::Discovery;
+use crate::search::evaluation::Improvement;
 use crate::search::evolve::{Search, SearchObserver};
 use crate::search::lineage::{EventRecord, FailureRecord, Move, NodeRecord};
 use crate::search::state::SearchState;
@@ -258,7 +258,7 @@ impl SearchObserver for SearchStatus {
         ));
     }
 
-    fn discovery(&mut self, path: &Path, discovery: &Discovery) {
+    fn discovery(&mut self, path: &Path, discovery: &Improvement) {
         self.discoveries += 1;
         self.detail(format!(
             "DISCOVERY {} on task {} -> {}",

@@ -3,7 +3,7 @@
 //! rounds before it, so revisions build on revisions; the archive changes only at round
 //! boundaries and is a function of the lineage (a resumed run rebuilds it).
 
-use super::round_tasks::{better_text, slot_of};
+use super::round_tasks::{better_as_f64, slot_of};
 use super::state::SearchState;
 use crate::problems::Problem;
 use std::collections::BTreeMap;
@@ -36,7 +36,7 @@ pub fn best_programs(
                 let slot = slot_of(&task.task);
                 let replace = best
                     .get(slot)
-                    .is_none_or(|b| better_text(problem, &task.end_exact, &b.end_exact));
+                    .is_none_or(|b| better_as_f64(problem, &task.end_exact, &b.end_exact));
                 if replace {
                     best.insert(
                         slot.to_string(),

@@ -5,7 +5,8 @@
 //! (0 without a valid improvement), objective evaluations, CPU and wall seconds. The fitness
 //! vector is quality (best or mean gain), cost and latency; the per-task gains are kept for
 //! behavioural similarity and the curriculum. Each task's best improved construction is returned
-//! as a [`Discovery`]; the search saves those that beat the suite's record or the run's best.
+//! as an [`Improvement`]; the search saves those that beat the run's best, and those beyond
+//! the suite's record as discoveries.
 
 use super::hypervolume::Fitness;
 use crate::agent::{no_usage, Attempt};
@@ -166,7 +167,7 @@ pub struct Evaluation {
 
 /// A task's best exactly verified improvement over its start under one evaluation.
 #[derive(Clone, Debug)]
-pub struct Discovery {
+pub struct Improvement {
     /// The task it came from.
     pub task: String,
     /// The file of the task's start (a suite start, or a promoted one under the run directory).
@@ -216,7 +217,7 @@ pub fn gain(problem: &dyn Problem, start: &BigRational, end: &BigRational) -> f6
 /// How an evaluation ended (the outer `Result` of [`evaluate`] is the executor's own error).
 pub enum Outcome {
     /// Every task ran: the evaluation and each task's best exactly verified improvement.
-    Done(Evaluation, Vec<Discovery>),
+    Done(Evaluation, Vec<Improvement>),
     /// A writer failed on an attempt: the evaluation is incomplete and has no fitness.
     Failed(WriterFailure),
     /// The run was cancelled during it. What it found is not what a resumed run will find, so
@@ -294,7 +295,7 @@ pub fn evaluate(
             })
             .expect("at least one attempt per task");
         if best.improved {
-            discoveries.push(Discovery {
+            discoveries.push(Improvement {
                 task: task.id.clone(),
                 start: task.start.path.clone(),
                 seed: attempt_seed(task, *a),

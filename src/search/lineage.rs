@@ -331,8 +331,9 @@ pub enum Move {
     },
     /// Replace the search slots with high-regret ones.
     Curriculum {
-        /// The new search slot ids.
-        tasks: Vec<String>,
+        /// The new search slot ids (recorded as `tasks`, as lineages always have).
+        #[serde(rename = "tasks")]
+        slots: Vec<String>,
     },
     /// A start's best construction of a round replaces it (`--promote-discoveries`).
     Promote {

@@ -8,7 +8,7 @@
 //! (every program) starts from it. The decisions read only recorded results, so a resumed run
 //! makes the same ones.
 
-use super::round_tasks::{better_text, start_of};
+use super::round_tasks::{better_as_f64, start_of};
 use super::state::SearchState;
 use crate::bounded_read::{read_text_capped, CONSTRUCTION_CAP};
 use crate::construction::{read_values, to_json};
@@ -109,7 +109,7 @@ pub fn round_bests(state: &SearchState, problem: &dyn Problem, round: usize) -> 
                     node: node.id.clone(),
                 };
                 match bests.iter_mut().find(|b| b.start == start) {
-                    Some(b) if better_text(problem, &task.end_exact, &b.exact) => *b = candidate,
+                    Some(b) if better_as_f64(problem, &task.end_exact, &b.exact) => *b = candidate,
                     Some(_) => {}
                     None => bests.push(candidate),
                 }

@@ -148,9 +148,10 @@ pub fn slot_gains(evaluation: &Evaluation, slots: &[String]) -> Vec<f64> {
         .collect()
 }
 
-/// Whether `a` is a better score than `b` in the problem's direction, on scores written as
-/// decimal text (the lineage's 40 significant digits).
-pub fn better_text(problem: &dyn Problem, a: &str, b: &str) -> bool {
+/// Whether `a` is a better score than `b` in the problem's direction, both decimal text (the
+/// lineage's 40 significant digits) compared as the nearest `f64`s: scores closer than an
+/// `f64` resolves count as equal (not better). False when either is not a number.
+pub fn better_as_f64(problem: &dyn Problem, a: &str, b: &str) -> bool {
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(a), Ok(b)) => problem.spec().direction.better(&a, &b),
         _ => false,

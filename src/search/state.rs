@@ -188,8 +188,8 @@ impl SearchState {
                     .fold(f64::NEG_INFINITY, f64::max);
                 self.islands.push(island);
             }
-            Move::Curriculum { tasks } => {
-                self.search_slots = Some(tasks.clone());
+            Move::Curriculum { slots } => {
+                self.search_slots = Some(slots.clone());
                 for island in &mut self.islands {
                     island.stalled_rounds = 0;
                 }

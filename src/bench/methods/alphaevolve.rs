@@ -10,7 +10,7 @@
 use super::log::{BaselineLog, StepRecord};
 use super::promotion::CurrentStarts;
 use super::{Method, RunContext};
-use crate::agent::{OptimizerWriter, VerbatimWriter};
+use crate::agent::{GivenProgram, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::Harness;
@@ -195,8 +195,8 @@ impl Method for ProgramEvolution {
                 (island, Some(parent), made.0, made.1)
             };
             let text = program.to_toml();
-            let Some((evaluation, discoveries)) = ctx.evaluate_with_discoveries(
-                VerbatimWriter.name(),
+            let Some((evaluation, discoveries)) = ctx.evaluate_with_improvements(
+                GivenProgram.name(),
                 harness,
                 &with_program(current.tasks(), &program),
                 &[],
@@ -225,7 +225,7 @@ impl Method for ProgramEvolution {
         let validated = log.validate_best(ctx.cpu_seconds, |best| {
             let program = parse(best)?;
             let tasks = with_program(&ctx.validation_tasks(), &program);
-            ctx.evaluate(VerbatimWriter.name(), harness, &tasks, &[])
+            ctx.evaluate(GivenProgram.name(), harness, &tasks, &[])
         })?;
         Ok(validated.then(|| log.trajectory()))
     }

@@ -54,7 +54,7 @@ impl Method for BestOfN {
             let (harness, sample) = (&seeds[k % seeds.len()], k / seeds.len());
             let tasks = ctx.resampled(current.tasks().to_vec(), sample);
             let Some((evaluation, discoveries)) =
-                ctx.evaluate_with_discoveries(BuiltinWriter.name(), harness, &tasks, &[])?
+                ctx.evaluate_with_improvements(BuiltinWriter.name(), harness, &tasks, &[])?
             else {
                 return Ok(None);
             };

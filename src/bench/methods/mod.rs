@@ -33,7 +33,7 @@ use crate::harness::Harness;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::search::evaluation::{
-    evaluate, CostMeasure, Discovery, Evaluation, EvaluationSettings, Outcome, Quality,
+    evaluate, CostMeasure, Evaluation, EvaluationSettings, Improvement, Outcome, Quality,
 };
 use crate::suite::{Suite, Task};
 use log::BaselineLog;
@@ -98,19 +98,19 @@ impl RunContext<'_> {
         tasks: &[Task],
         library: &[Program],
     ) -> Result<Option<Evaluation>> {
-        let evaluated = self.evaluate_with_discoveries(writer, harness, tasks, library)?;
+        let evaluated = self.evaluate_with_improvements(writer, harness, tasks, library)?;
         Ok(evaluated.map(|(evaluation, _)| evaluation))
     }
 
     /// [`RunContext::evaluate`], also returning each task's best exactly verified improvement
     /// over its start.
-    pub fn evaluate_with_discoveries(
+    pub fn evaluate_with_improvements(
         &self,
         writer: &str,
         harness: &Harness,
         tasks: &[Task],
         library: &[Program],
-    ) -> Result<Option<(Evaluation, Vec<Discovery>)>> {
+    ) -> Result<Option<(Evaluation, Vec<Improvement>)>> {
         let refs: Vec<&Task> = tasks.iter().collect();
         let settings = EvaluationSettings {
             problem: self.suite.problem.as_ref(),

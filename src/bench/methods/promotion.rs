@@ -10,7 +10,7 @@
 use super::RunContext;
 use crate::error::{MiloError, Result};
 use crate::problems::Problem;
-use crate::search::evaluation::Discovery;
+use crate::search::evaluation::Improvement;
 use crate::search::promotion::{address, load, save, STARTS_DIR};
 use crate::suite::Task;
 use serde::{Deserialize, Serialize};
@@ -76,7 +76,7 @@ impl<'a> CurrentStarts<'a> {
     /// Makes each discovery that beats its task's current start exactly (in the problem's
     /// direction) that task's start, saving its construction; returns the promotions, which
     /// the step's record must hold.
-    pub fn promote(&mut self, discoveries: &[Discovery]) -> Result<Vec<Promotion>> {
+    pub fn promote(&mut self, discoveries: &[Improvement]) -> Result<Vec<Promotion>> {
         let direction = self.problem.spec().direction;
         let mut promoted = Vec::new();
         for discovery in discoveries {
@@ -156,9 +156,9 @@ mod tests {
             })
             .unwrap();
         // Every task is offered the best search start: the tasks on the other start take it.
-        let offer: Vec<Discovery> = tasks
+        let offer: Vec<Improvement> = tasks
             .iter()
-            .map(|t| Discovery {
+            .map(|t| Improvement {
                 task: t.id.clone(),
                 start: t.start.path.clone(),
                 seed: t.seed,

@@ -7,7 +7,7 @@
 use super::log::{BaselineLog, StepRecord};
 use super::promotion::CurrentStarts;
 use super::{Method, RunContext};
-use crate::agent::{OptimizerWriter, VerbatimWriter};
+use crate::agent::{GivenProgram, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
 use crate::harness::seed_harnesses;
@@ -68,7 +68,7 @@ impl Method for Stock {
             let step = log.steps.len();
             let tasks = ctx.resampled(current.tasks().to_vec(), step);
             let Some((evaluation, discoveries)) =
-                ctx.evaluate_with_discoveries(VerbatimWriter.name(), harness, &tasks, &[])?
+                ctx.evaluate_with_improvements(GivenProgram.name(), harness, &tasks, &[])?
             else {
                 return Ok(None);
             };
@@ -87,7 +87,7 @@ impl Method for Stock {
         }
         let validation = self.with_own_program(ctx.validation_tasks());
         let validated = log.validate_best(ctx.cpu_seconds, |_| {
-            ctx.evaluate(VerbatimWriter.name(), harness, &validation, &[])
+            ctx.evaluate(GivenProgram.name(), harness, &validation, &[])
         })?;
         Ok(validated.then(|| log.trajectory()))
     }

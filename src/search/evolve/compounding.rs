@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::exact::rational::decimal_string;
 use crate::program::Program;
 use crate::search::archive;
-use crate::search::evaluation::{Discovery, Evaluation};
+use crate::search::evaluation::{Evaluation, Improvement};
 use crate::search::lineage::{EventRecord, LineageRecord, Move};
 use crate::search::promotion;
 use crate::search::round_tasks::{self, start_of, Slot, SlotStart};
@@ -66,14 +66,14 @@ impl Search {
         &mut self,
         round: usize,
         evaluation: &mut Evaluation,
-        discoveries: &[Discovery],
+        discoveries: &[Improvement],
     ) -> Result<()> {
         if !self.config().promote_discoveries {
             return Ok(());
         }
         let problem = self.suite.problem.as_ref();
         let direction = problem.spec().direction;
-        let mut best_per_start: Vec<&Discovery> = Vec::new();
+        let mut best_per_start: Vec<&Improvement> = Vec::new();
         for d in discoveries {
             let start = start_of(&d.task);
             match best_per_start
@@ -88,7 +88,7 @@ impl Search {
         for d in best_per_start {
             let exact = decimal_string(&d.exact, 40);
             let saved = promotion::saved_best(&self.state, problem, round, start_of(&d.task));
-            if saved.is_some_and(|s| !round_tasks::better_text(problem, &exact, &s)) {
+            if saved.is_some_and(|s| !round_tasks::better_as_f64(problem, &exact, &s)) {
                 continue;
             }
             let sha256 = promotion::save(&self.dir, &d.values)?;

@@ -34,7 +34,7 @@ mod tests;
 
 pub use outputs::{read_best, BEST_FILE};
 
-use super::evaluation::{CostMeasure, Discovery};
+use super::evaluation::{CostMeasure, Improvement};
 use super::lineage::{
     ConsultationRecord, EventRecord, FailureRecord, LineageRecord, LineageStore, Move, NodeRecord,
     RunConfig,
@@ -65,7 +65,7 @@ pub trait SearchObserver {
     /// An orchestrator consultation's cost and refused proposals were recorded.
     fn consultation(&mut self, _consultation: &ConsultationRecord) {}
     /// A discovery was saved.
-    fn discovery(&mut self, _path: &Path, _discovery: &Discovery) {}
+    fn discovery(&mut self, _path: &Path, _discovery: &Improvement) {}
     /// A round ended.
     fn round_end(&mut self, _state: &SearchState, _round: usize) {}
 }

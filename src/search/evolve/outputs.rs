@@ -6,7 +6,7 @@ use crate::construction::read_values;
 use crate::error::{write_error, MiloError, Result, Violation};
 use crate::exact::rational::decimal_string;
 use crate::problems::Problem;
-use crate::search::evaluation::Discovery;
+use crate::search::evaluation::Improvement;
 use std::path::{Path, PathBuf};
 
 /// The run's best construction so far (any task), beside `best.provenance.json`.
@@ -38,7 +38,7 @@ impl Search {
     /// Saves `d` to `discoveries/` (named by its score, task and harness); returns the path.
     pub(super) fn save_discovery(
         &self,
-        d: &Discovery,
+        d: &Improvement,
         harness: &str,
         node: &str,
     ) -> Result<PathBuf> {
@@ -62,7 +62,7 @@ impl Search {
     }
 
     /// Replaces `best.json` (and its provenance) with `d`, the run's new best construction.
-    pub(super) fn save_best(&mut self, d: &Discovery, harness: &str, node: &str) -> Result<()> {
+    pub(super) fn save_best(&mut self, d: &Improvement, harness: &str, node: &str) -> Result<()> {
         self.write_construction(&self.dir().join(BEST_FILE), d, harness, node)?;
         self.best = Some(d.exact.clone());
         Ok(())
@@ -72,7 +72,7 @@ impl Search {
     fn write_construction(
         &self,
         path: &Path,
-        d: &Discovery,
+        d: &Improvement,
         harness: &str,
         node: &str,
     ) -> Result<()> {

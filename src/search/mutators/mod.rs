@@ -15,28 +15,32 @@
 //! - [`llm`]: a language model rewrites the harness from the same evidence (joins a run's pool
 //!   by name, `--mutators tuner,llm`; it needs an agents file, so it is not in [`NAMES`]).
 //!
-//! The shared pieces live here: the [`Diagnosis`] of a parent, the domain map from evidence to
-//! the edits that address it ([`addresses`]), and [`fresh`], which retries a mutator's seeded
-//! random edit until the candidate is valid and new.
+//! Here: the [`Mutator`] trait, what it sees and returns, and the registry by name. The shared
+//! pieces live beside it: `diagnosis.rs` (the [`Diagnosis`] of a parent and the domain map from
+//! evidence to the edits that address it, [`addresses`]) and `drafting.rs` ([`fresh`], which
+//! retries a mutator's seeded random edit until the candidate is valid and new).
 
 pub mod blind;
 pub mod breeder;
+mod diagnosis;
+mod drafting;
 pub mod evidence;
 pub mod llm;
 pub mod structural;
 pub mod tuner;
 
+pub use diagnosis::{addresses, evidence_key, Diagnosis};
+pub use drafting::{
+    child_name, edit_count, fresh, mean_weight, pick_weighted, policy_hash, rng_for, round_sig,
+    widened, DraftChild, MAX_TRIES, WIDEN_AFTER,
+};
+
 use super::evaluation::CostMeasure;
-use super::hypervolume::Fitness;
 use super::lineage::NodeRecord;
 use crate::cancel::CancelToken;
-use crate::harness::{EditKind, Evidence, Harness};
+use crate::harness::Harness;
 use crate::llm::Usage;
-use rand::distributions::{Distribution, WeightedIndex};
-use rand::Rng;
-use rand_chacha::rand_core::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 /// What a mutator may look at. Validation results are never shown to mutators.
 pub struct MutationContext<'a> {
@@ -126,318 +130,15 @@ pub fn by_name(name: &str) -> Option<Box<dyn Mutator>> {
     }
 }
 
-/// Candidates [`fresh`] draws before it gives up.
-pub const MAX_TRIES: usize = 50;
-
-/// From this try on, mutators widen their search (flatter choice weights, more edits at once):
-/// the likely candidates were all known or rejected.
-pub const WIDEN_AFTER: usize = 15;
-
-/// `plan`'s weights, flattened to 1 once `try_number` reaches [`WIDEN_AFTER`].
-pub fn widened<T: Clone>(plan: &[(f64, T)], try_number: usize) -> Vec<(f64, T)> {
-    if try_number < WIDEN_AFTER {
-        plan.to_vec()
-    } else {
-        plan.iter().map(|(_, x)| (1.0, x.clone())).collect()
-    }
-}
-
-/// How many edits a candidate makes: 1 or 2 before [`WIDEN_AFTER`] (2 with probability
-/// `two`), 1–3 after.
-pub fn edit_count(try_number: usize, two: f64, rng: &mut impl Rng) -> usize {
-    if try_number < WIDEN_AFTER {
-        1 + usize::from(rng.gen_bool(two))
-    } else {
-        rng.gen_range(1..=3)
-    }
-}
-
-/// A candidate child and the lines describing the edits that made it.
-pub type DraftChild = (Harness, Vec<String>);
-
-/// The policy's content hash: [`Harness::content_hash`] with the name and description blanked,
-/// so two harnesses that only differ in their names count as the same policy.
-pub fn policy_hash(harness: &Harness) -> String {
-    let mut policy = harness.clone();
-    policy.name.clear();
-    policy.description.clear();
-    policy.content_hash()
-}
-
-/// Longest family part of a child's name (the part before `+`).
-const FAMILY_CHARS: usize = 24;
-
-/// A child's name: the parent's family (its name up to the first `+`), the mutator and the first
-/// 8 digits of the child's [`policy_hash`] — short, without nesting, and a function of the
-/// policy, so the same policy proposed again from the same family gets the same content hash.
-pub fn child_name(parent: &Harness, mutator: &str, child: &Harness) -> String {
-    let family: String = parent
-        .name
-        .split('+')
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(FAMILY_CHARS)
-        .collect();
-    let hash = policy_hash(child);
-    format!("{family}+{mutator}-{}", &hash[..8])
-}
-
-/// The seeded random source of a mutator's choices.
-pub fn rng_for(ctx: &MutationContext) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(ctx.seed)
-}
-
-/// Draws candidates from `attempt` (given the seeded rng and the try number) until one passes
-/// [`Harness::check`], differs in policy from the parent, from every harness in `also_avoid` and
-/// from every harness in the island's history, and whose content hash is not in `ctx.rejected`;
-/// [`MutationError::NothingNew`] after [`MAX_TRIES`]. The child is named by [`child_name`] and keeps the parent's
-/// description; the proposal's evidence is `diagnosis` followed by the candidate's edit lines.
-pub fn fresh(
-    ctx: &MutationContext,
-    mutator: &str,
-    diagnosis: Vec<String>,
-    also_avoid: &[&Harness],
-    mut attempt: impl FnMut(&mut ChaCha8Rng, usize) -> Option<DraftChild>,
-) -> Result<Proposal, MutationError> {
-    let parent = ctx.parent.1;
-    let seen: HashSet<String> = std::iter::once(parent)
-        .chain(also_avoid.iter().copied())
-        .chain(ctx.history.iter().map(|(_, h)| *h))
-        .map(policy_hash)
-        .collect();
-    let mut rng = rng_for(ctx);
-    for try_number in 0..MAX_TRIES {
-        let Some((mut child, edits)) = attempt(&mut rng, try_number) else {
-            continue;
-        };
-        if edits.is_empty() || child.check().is_err() || seen.contains(&policy_hash(&child)) {
-            continue;
-        }
-        child.description = parent.description.clone();
-        child.name = child_name(parent, mutator, &child);
-        if ctx.rejected.contains(&child.content_hash()) {
-            continue;
-        }
-        let mut evidence = diagnosis;
-        evidence.extend(edits);
-        return Ok(Proposal {
-            harness: child,
-            evidence,
-            usage: Usage::default(),
-        });
-    }
-    Err(MutationError::NothingNew { tries: MAX_TRIES })
-}
-
-/// The edits that address each kind of evidence, from the domain (DOMAIN.md and the stages'
-/// behaviour): a stalled run sits in a basin, so it needs basin hopping or independent restarts;
-/// a saturated active set is an equioscillation the smooth surrogate resolves badly at this grid,
-/// so a finer grid or another parameterisation helps; dead cells cannot revive under the current
-/// parameterisation, so swap it; a run with no gain at all needs new stages or material from a
-/// program that worked; repaired values mean the parameterisation does not keep the constraints,
-/// so swap it for one that does.
-pub fn addresses(evidence: Evidence) -> &'static [EditKind] {
-    match evidence {
-        Evidence::Stalled => &[EditKind::Perturbation, EditKind::Restarts],
-        Evidence::ActiveSetSaturated => &[EditKind::Resolution, EditKind::Parameterisation],
-        Evidence::DeadCells => &[EditKind::Parameterisation],
-        Evidence::NoGain => &[EditKind::Insert, EditKind::Crossover],
-        Evidence::Repaired => &[EditKind::Parameterisation],
-    }
-}
-
-/// Tie-break order of the evidence (lower first).
-fn specificity(evidence: Evidence) -> usize {
-    match evidence {
-        Evidence::Stalled => 0,
-        Evidence::ActiveSetSaturated => 1,
-        Evidence::DeadCells => 2,
-        Evidence::Repaired => 3,
-        Evidence::NoGain => 4,
-    }
-}
-
-/// A parent's evaluation read before editing: where it gains, what evidence its failures show,
-/// and whether it is expensive for its gain compared with the island's admitted members.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Diagnosis {
-    /// Search tasks evaluated.
-    pub tasks: usize,
-    /// Tasks with a positive gain.
-    pub gained: usize,
-    /// Evidence counted over the tasks that gained nothing.
-    pub failure_evidence: BTreeMap<Evidence, usize>,
-    /// Evidence counted over all tasks.
-    pub all_evidence: BTreeMap<Evidence, usize>,
-    /// The parent's fitness.
-    pub fitness: Fitness,
-    /// The parent costs more than 1.25× the median admitted member while its quality is no
-    /// better than their median (needs at least two other admitted members in the history).
-    pub expensive: bool,
-    /// The run's cost measure (the unit of the fitness's cost and latency).
-    pub cost: CostMeasure,
-}
-
-impl Diagnosis {
-    /// Diagnoses `ctx.parent` against the island's history.
-    pub fn of(ctx: &MutationContext) -> Diagnosis {
-        let node = ctx.parent.0;
-        let mut failure_evidence = BTreeMap::new();
-        let mut all_evidence = BTreeMap::new();
-        for task in &node.evaluation.tasks {
-            for &e in &task.evidence {
-                *all_evidence.entry(e).or_insert(0) += 1;
-                if task.gain <= 0.0 {
-                    *failure_evidence.entry(e).or_insert(0) += 1;
-                }
-            }
-        }
-        let fitness = node.evaluation.fitness;
-        let others: Vec<Fitness> = ctx
-            .history
-            .iter()
-            .filter(|(n, _)| n.admitted() && n.id != node.id)
-            .map(|(n, _)| n.evaluation.fitness)
-            .filter(Fitness::is_finite)
-            .collect();
-        let expensive = others.len() >= 2 && {
-            let cost = median(others.iter().map(|f| f.cost).collect());
-            let quality = median(others.iter().map(|f| f.quality).collect());
-            fitness.cost > 1.25 * cost && fitness.quality <= quality
-        };
-        Diagnosis {
-            tasks: node.evaluation.tasks.len(),
-            gained: node
-                .evaluation
-                .tasks
-                .iter()
-                .filter(|t| t.gain > 0.0)
-                .count(),
-            failure_evidence,
-            all_evidence,
-            fitness,
-            expensive,
-            cost: ctx.cost,
-        }
-    }
-
-    /// Whether more than half the tasks gained nothing.
-    pub fn mostly_failing(&self) -> bool {
-        2 * (self.tasks - self.gained) > self.tasks
-    }
-
-    /// The evidence of the failed tasks (of all tasks if none failed), most frequent first, ties
-    /// to the more specific evidence; [`Evidence::NoGain`] comes last whatever its count, since it
-    /// accompanies every failure and says nothing about its cause.
-    pub fn ranked(&self) -> Vec<(Evidence, usize)> {
-        let counts = if self.failure_evidence.is_empty() {
-            &self.all_evidence
-        } else {
-            &self.failure_evidence
-        };
-        let mut ranked: Vec<(Evidence, usize)> = counts.iter().map(|(&e, &c)| (e, c)).collect();
-        ranked.sort_by_key(|&(e, c)| (e == Evidence::NoGain, std::cmp::Reverse(c), specificity(e)));
-        ranked
-    }
-
-    /// The most frequent failure evidence (see [`Diagnosis::ranked`]).
-    pub fn dominant(&self) -> Option<Evidence> {
-        self.ranked().first().map(|&(e, _)| e)
-    }
-
-    /// The diagnosis in words, one line each.
-    pub fn lines(&self) -> Vec<String> {
-        let mut lines = vec![format!(
-            "diagnosis: gains on {}/{} search tasks (quality {:.4}, {})",
-            self.gained,
-            self.tasks,
-            self.fitness.quality,
-            self.cost.fitness_text(&self.fitness)
-        )];
-        let ranked = self.ranked();
-        if !ranked.is_empty() {
-            let scope = if self.failure_evidence.is_empty() {
-                "all tasks"
-            } else {
-                "failed tasks"
-            };
-            let list: Vec<String> = ranked
-                .iter()
-                .map(|(e, c)| format!("{} ×{c}", evidence_key(*e)))
-                .collect();
-            lines.push(format!("evidence on {scope}: {}", list.join(", ")));
-        }
-        if self.expensive {
-            lines.push(
-                "diagnosis: expensive for its gain (cost above 1.25× the island's median, \
-                 quality not above it)"
-                    .into(),
-            );
-        }
-        lines
-    }
-}
-
-/// The TOML key of a kind of evidence.
-pub fn evidence_key(evidence: Evidence) -> String {
-    toml::Value::try_from(evidence)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        return 0.0;
-    }
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
-/// One of `items`, drawn with probability proportional to its weight (`None` if no weight is
-/// positive).
-pub fn pick_weighted<T: Clone>(items: &[(f64, T)], rng: &mut impl Rng) -> Option<T> {
-    let index = WeightedIndex::new(items.iter().map(|(w, _)| w.max(0.0))).ok()?;
-    Some(items[index.sample(rng)].1.clone())
-}
-
-/// `x` rounded to four significant digits (keeps mutated harnesses readable).
-pub fn round_sig(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
-}
-
-/// Mean of the positive menu weights (1 for an empty menu): the weight a new kind starts with.
-pub fn mean_weight(harness: &Harness) -> f64 {
-    let positive: Vec<f64> = harness
-        .menu
-        .values()
-        .copied()
-        .filter(|&w| w > 0.0)
-        .collect();
-    if positive.is_empty() {
-        1.0
-    } else {
-        positive.iter().sum::<f64>() / positive.len() as f64
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! Lineage nodes built by hand for the mutators' tests.
 
     use super::*;
+    use crate::harness::Evidence;
     use crate::search::admission::Verdict;
     use crate::search::evaluation::{Evaluation, TaskResult};
+    use crate::search::hypervolume::Fitness;
     use crate::suite::Split;
 
     /// A node for `harness` with one task per gain (`evidence[i]` on task i, none if missing);
@@ -564,7 +265,9 @@ pub(crate) mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
-    use crate::harness::seed_harnesses;
+    use crate::harness::{seed_harnesses, Evidence};
+    use rand::Rng;
+    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn every_named_mutator_is_found_by_its_name() {

@@ -125,7 +125,7 @@ pub(super) fn curriculum(
         round,
         islands: (0..state.islands.len()).collect(),
         diagnosis,
-        action: Move::Curriculum { tasks },
+        action: Move::Curriculum { slots: tasks },
     })
 }
 
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(
             events[0].action,
             Move::Curriculum {
-                tasks: vec!["t1".into(), "t3".into()]
+                slots: vec!["t1".into(), "t3".into()]
             }
         );
         assert_eq!(events[0].islands, vec![0, 1]);
@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(
             events[0].action,
             Move::Curriculum {
-                tasks: vec!["t0".into(), "t1".into()]
+                slots: vec!["t0".into(), "t1".into()]
             }
         );
     }

@@ -323,11 +323,11 @@ impl Check<'_> {
                 }
                 Ok((vec![from, islands], vec![from, islands]))
             }
-            Move::Curriculum { tasks } => {
-                if tasks.is_empty() {
+            Move::Curriculum { slots } => {
+                if slots.is_empty() {
                     return Err("a curriculum names no slot".into());
                 }
-                if let Some(stray) = tasks.iter().find(|t| !self.slots.contains(t)) {
+                if let Some(stray) = slots.iter().find(|t| !self.slots.contains(t)) {
                     return Err(format!(
                         "'{stray}' is not a search slot ({})",
                         self.slots.join(", ")
