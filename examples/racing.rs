@@ -8,7 +8,7 @@
 //! `cargo run --release --example racing -- [SUITE] [SEEDS] [EVALUATIONS]`
 //! (defaults: `problems/suites/default.toml`, 4 seeds, the suite's budget).
 
-use milo::agent::{Assignment, BuiltinWriter, OptimizerWriter, VerbatimWriter};
+use milo::agent::{Assignment, BuiltinWriter, GivenProgram, OptimizerWriter};
 use milo::harness::{seed_harnesses, Harness, Racing};
 use milo::search::evaluation::gain;
 use milo::suite::Suite;
@@ -71,7 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 };
                 let attempt = match harness {
                     Some(h) => BuiltinWriter.solve(h, &assignment)?,
-                    None => VerbatimWriter.solve(&seed_harnesses()[0], &assignment)?,
+                    None => GivenProgram.solve(&seed_harnesses()[0], &assignment)?,
                 };
                 row.push(gain(problem, &slot.start.exact, &attempt.best_exact));
             }

@@ -77,6 +77,13 @@ fn every_relative_link_in_the_readme_and_docs_resolves() {
             }
         }
     }
-    assert!(checked > 10, "only {checked} links found: is the parser right?");
-    assert!(broken.is_empty(), "links that do not resolve:\n{}", broken.join("\n"));
+    assert!(
+        checked > 10,
+        "only {checked} links found: is the parser right?"
+    );
+    assert!(
+        broken.is_empty(),
+        "links that do not resolve:\n{}",
+        broken.join("\n")
+    );
 }
