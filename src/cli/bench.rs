@@ -1,7 +1,7 @@
 //! `milo bench`: run search methods against each other on a suite at equal CPU budget.
 
 use super::evolve::{AdmissionArgs, SlurmArgs};
-use super::status::{clock, eta, StatusLine};
+use super::status::{Gauge, Pace, StatusLine};
 use crate::bench::methods::search::SearchKnobs;
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
@@ -12,7 +12,7 @@ use crate::search::lineage::DEFAULT_TASKS_PER_ROUND;
 use crate::search::parts::EXECUTORS;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 /// Examples in `milo bench --help`.
 pub const EXAMPLES: &str = "Examples:
@@ -102,11 +102,12 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     );
     let mut display = Display {
         status: StatusLine::start("milo bench", false),
-        started: Instant::now(),
-        finished_here: 0,
-        read_back: 0,
-        total: 0,
+        runs: Arc::new(Mutex::new(Runs::default())),
     };
+    let runs = Arc::clone(&display.runs);
+    display.status.set_gauge(Box::new(move || {
+        runs.lock().map(|r| r.gauge()).unwrap_or_default()
+    }));
     let results = bench.run(args.jobs, &cancel, &mut display)?;
     drop(display);
     let Some(results) = results else {
@@ -160,27 +161,43 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     Bench::start(&dir, config)
 }
 
-/// A status line (the run in progress, its method and seed, an ETA from the runs finished so
-/// far) and one line per finished run on standard error.
+/// A status line (a bar over the benchmark's runs, the time left from the pace of the runs
+/// finished by this process, counted down between them, the run in progress, its method and
+/// seed) and one line per finished run on standard error.
 struct Display {
     status: StatusLine,
-    started: Instant,
-    /// Runs finished by this process.
-    finished_here: usize,
+    runs: Arc<Mutex<Runs>>,
+}
+
+/// The benchmark's runs, as the status line's gauge reads them.
+#[derive(Default)]
+struct Runs {
+    /// Runs finished by this process, and their pace.
+    finished_here: u64,
+    pace: Pace,
     /// Runs found finished by an earlier process.
-    read_back: usize,
-    total: usize,
+    read_back: u64,
+    total: u64,
+}
+
+impl Runs {
+    fn gauge(&self) -> Gauge {
+        let done = self.finished_here + self.read_back;
+        Gauge {
+            fraction: (self.total > 0).then(|| done as f64 / self.total as f64),
+            left: self.pace.left(self.total.saturating_sub(self.read_back)),
+            figures: format!("{done}/{} runs", self.total),
+        }
+    }
 }
 
 impl BenchObserver for Display {
     fn starting(&mut self, run: &PlannedRun, index: usize, total: usize) {
-        self.total = total;
-        let todo = total.saturating_sub(self.read_back) as f64;
-        let eta = eta(self.started.elapsed(), self.finished_here as f64, todo)
-            .map(|left| format!(" · ETA {}", clock(left)))
-            .unwrap_or_default();
+        if let Ok(mut runs) = self.runs.lock() {
+            runs.total = total as u64;
+        }
         self.status.set(format!(
-            "run {index}/{total}: {} seed {} ({} batch){eta}",
+            "run {index}: {} seed {} ({} batch)",
             run.method,
             run.seed,
             run.batch.as_str()
@@ -188,14 +205,21 @@ impl BenchObserver for Display {
     }
 
     fn finished(&mut self, s: &RunSummary, resumed: bool) {
+        let Ok(mut runs) = self.runs.lock() else {
+            return;
+        };
         match resumed {
-            true => self.read_back += 1,
-            false => self.finished_here += 1,
+            true => runs.read_back += 1,
+            false => {
+                runs.finished_here += 1;
+                let done = runs.finished_here;
+                runs.pace.observe(done);
+            }
         }
         self.status.println(&format!(
             "[{}/{}] {} seed {} ({}): best {} (quality {}), {} steps, {:.1} CPU s, {:.1} s{}",
-            self.finished_here + self.read_back,
-            self.total,
+            runs.finished_here + runs.read_back,
+            runs.total,
             s.method,
             s.seed,
             s.batch.as_str(),

@@ -118,6 +118,7 @@ impl RunContext<'_> {
             cost: self.cost,
             library,
             agents: None,
+            tally: None,
         };
         let executor = parts::executor(
             self.executor,

@@ -123,6 +123,7 @@ impl Search {
             cost: config.cost,
             library: &library,
             agents: config.agents.as_ref(),
+            tally: Some(&self.tally),
         };
         let evaluated = evaluate(
             self.parts.executor.as_ref(),
