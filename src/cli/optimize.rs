@@ -1,13 +1,15 @@
 //! `milo optimize PROBLEM --start FILE`: run an optimizer program on a construction.
 
+use super::headings;
 use super::json_line;
 use super::status::{eta, Gauge, GaugeFn, StatusLine};
+use super::verdict::{against, against_arena_first};
 use crate::construction::{read_values, write_values};
 use crate::dir_lock::DirLock;
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
-use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
 use crate::optimize::budget::check_seconds;
-use crate::problems::{by_slug, Direction, Problem};
+use crate::problems::{by_slug, Direction, Problem, ProblemSpec};
 use crate::program::Program;
 use crate::runner::trace::process_cpu_seconds;
 use crate::runner::trace_file::{values_sha256, RunHeader, Segment, TraceFile};
@@ -37,45 +39,45 @@ pub const EXAMPLES: &str = "Examples:
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
     /// Problem slug (see `milo problems`) or its first word (`erdos`, `first`, `second`, `third`).
-    #[arg(required_unless_present = "resume", conflicts_with = "resume", value_parser = super::problem_names())]
+    #[arg(help_heading = headings::SEARCH, required_unless_present = "resume", conflicts_with = "resume", value_parser = super::problem_names())]
     problem: Option<String>,
     /// The start construction: JSON, .npy or text, optionally gzipped; `-` reads standard input.
-    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, required_unless_present = "resume", conflicts_with = "resume")]
     start: Option<PathBuf>,
     /// Program file (TOML); default: the problem's default program.
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, conflicts_with = "resume")]
     program: Option<PathBuf>,
     /// Wall-clock budget in seconds, at most 1e7 (default 30 unless --evaluations is given).
     /// With --resume: the run's new total over all its segments.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "SECONDS")]
     budget: Option<f64>,
     /// Budget in objective evaluations (deterministic: same seed, same bits). With --resume: the
     /// run's new total over all its segments.
-    #[arg(long)]
+    #[arg(help_heading = headings::BUDGETS, long)]
     evaluations: Option<u64>,
     /// Seed of every random choice.
-    #[arg(long, default_value_t = 1, conflicts_with = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 1, conflicts_with = "resume")]
     seed: u64,
     /// Threads for independent restarts (default 1; with --resume, the run's own).
-    #[arg(long, value_parser = super::count::<usize>(crate::bounds::JOBS))]
+    #[arg(help_heading = headings::BUDGETS, long, value_parser = super::count::<usize>(crate::bounds::JOBS))]
     jobs: Option<usize>,
     /// Where to write the best construction, in the format its name asks for (`.npy` float64,
     /// `.txt`/`.csv` text, anything else JSON; `.gz` gzips): created at the start (an existing
     /// file is refused) and rewritten whenever the best improves, at most every 10 s.
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = headings::OUTPUT, long, conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Write the run's trace (settings, per-stage records, best score over time) as JSON here
     /// (created at the start; an existing file is refused), kept current like --out: with it the
     /// run can be continued after any stop (--resume).
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = headings::OUTPUT, long, conflicts_with = "resume")]
     trace: Option<PathBuf>,
     /// Continue the run whose --trace file this is, from the best construction its --out holds,
     /// with what is left of its budget (--budget or --evaluations set a new total). Both files
     /// are updated in place.
-    #[arg(long, value_name = "TRACE")]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "TRACE")]
     resume: Option<PathBuf>,
     /// Print one JSON object instead of text (and no progress bar; -q hides it too).
-    #[arg(long)]
+    #[arg(help_heading = headings::OUTPUT, long)]
     json: bool,
 }
 
@@ -687,7 +689,8 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "n_best": outcome.best.len(),
         "start_exact": decimal_string(&outcome.start_exact, SCORE_DIGITS),
         "best_exact": decimal_string(&outcome.best_exact, SCORE_DIGITS),
-        "improvement": decimal_string(&improvement, 6),
+        "improvement": decimal_string(&improvement, SCORE_DIGITS),
+        "min_improvement": format!("{:e}", problem.spec().min_improvement),
         "improved": outcome.improved,
         "beats_start_by_min_improvement": improvement >= problem.spec().min_improvement_exact(),
         "evaluations": outcome.evaluations,
@@ -713,7 +716,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     )?;
     out!(
         "improvement  {} (min_improvement {:e}){}",
-        report["improvement"].as_str().unwrap_or(""),
+        decimal_string(&improvement, 6),
         problem.spec().min_improvement,
         if outcome.improved {
             ""
@@ -738,5 +741,18 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         out!("stopped      {why}")?;
     }
     out!("wrote        {}", out.display())?;
+    out!("{}", verdict(problem.spec(), &outcome))?;
     Ok(EXIT_OK)
+}
+
+/// The run's verdict in one line: the best against the start and against the arena's #1.
+fn verdict(spec: &ProblemSpec, outcome: &RunOutcome) -> String {
+    let best = to_f64(&outcome.best_exact);
+    let start = to_f64(&outcome.start_exact);
+    let mut parts = vec![format!(
+        "verdict: best {best:.8}, {}",
+        against(spec.direction, best, start, "the start")
+    )];
+    parts.extend(against_arena_first(spec, best));
+    parts.join("; ")
 }

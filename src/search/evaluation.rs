@@ -62,6 +62,22 @@ impl CostMeasure {
         }
     }
 
+    /// What cost and latency mean in this measure, in plain words.
+    pub fn description(self) -> &'static str {
+        match self {
+            CostMeasure::Measured => {
+                "cost is CPU seconds summed over the tasks, latency the evaluation's wall seconds"
+            }
+            CostMeasure::Counted => {
+                "cost is millions of cell-evaluations (evaluations × length) summed over the \
+                 tasks, latency the largest task's"
+            }
+            CostMeasure::Tokens => {
+                "cost is language-model tokens summed over the tasks, latency the largest task's"
+            }
+        }
+    }
+
     /// The unit of a latency (a fitness's `latency`) in this measure.
     pub fn latency_unit(self) -> &'static str {
         match self {
