@@ -90,7 +90,8 @@ pub struct SearchStatus {
     /// Whether the round in flight is the seeding.
     seeding: bool,
     direction: Direction,
-    record: f64,
+    /// The suite's record, or its best start when it gives none, and which it is.
+    record: (f64, &'static str),
     arena_first: Option<f64>,
     last_move: Option<String>,
     /// Discoveries saved by this process.
@@ -146,7 +147,13 @@ impl SearchStatus {
             round,
             seeding: true,
             direction: spec.direction,
-            record: search.suite().record.to_f64().unwrap_or(f64::NAN),
+            record: (
+                search.suite().record.to_f64().unwrap_or(f64::NAN),
+                match search.suite().record_given {
+                    true => "record",
+                    false => "best start",
+                },
+            ),
             arena_first: spec.arena_first().map(|r| r.value),
             last_move: None,
             discoveries: 0,
@@ -189,7 +196,8 @@ impl SearchStatus {
             if let Some(first) = self.arena_first {
                 best_text.push_str(&format!(", #1 {first:.8}"));
             }
-            best_text.push_str(&format!(", record {:.8}", self.record));
+            let (record, name) = self.record;
+            best_text.push_str(&format!(", {name} {record:.8}"));
             parts.push(best_text);
         }
         let (_, admitted, rejected) = node_counts(state);
