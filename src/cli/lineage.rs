@@ -154,11 +154,9 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
     let others = state.events.iter().map(|e| e.headline());
     let consultations = state.consultations.iter().map(|c| c.headline());
     for text in others.chain(consultations).chain(failures) {
-        for (i, line) in wrap(&text, "").into_iter().enumerate() {
-            match i {
-                0 => out!("{line}")?,
-                _ => out!("{INDENT}{line}")?,
-            }
+        // The first line unindented, the rest under it.
+        for (i, line) in wrap(&text, INDENT).iter().enumerate() {
+            out!("{}", if i == 0 { line.trim_start() } else { line })?;
         }
     }
     out!(
