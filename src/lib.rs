@@ -16,6 +16,7 @@
 //! - [`subprocess`]: other programs run in their own process group under wall, CPU and memory
 //!   limits, output captured, the whole group killed at the end;
 //! - [`threads`]: independent work spread over a fixed number of threads (one pool builder);
+//! - [`tally`]: live counts shared between threads (evaluations spent, task runs finished);
 //! - [`fast`]: float64 FFT convolution with an a-priori error bound;
 //! - [`exact`]: exact integer and rational arithmetic (dyadic integers, NTT convolution);
 //! - [`program`]: optimizer programs as data (TOML steps and control flow) and the edits on them;
@@ -68,5 +69,6 @@ pub mod secrets;
 pub mod stages;
 pub mod subprocess;
 pub mod suite;
+pub mod tally;
 pub mod threads;
 pub mod verify;

@@ -94,6 +94,13 @@ pub fn verify(
     })
 }
 
+/// Writes a float64 threshold as the shortest decimal string that reads back as it (`1e-5`): in
+/// `--json` every value a comparison decides on (scores, improvements, the threshold) is a
+/// decimal string.
+pub fn threshold_text<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("{value:e}"))
+}
+
 /// Whether a score beats a rival score by the problem's threshold, decided on exact values.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
@@ -101,9 +108,11 @@ pub struct Comparison {
     pub against: String,
     /// The rival's exact score, as a decimal.
     pub against_score: String,
-    /// How much better the score is (positive = better), as a decimal.
+    /// How much better the score is (positive = better), exact, as a decimal of 40 significant
+    /// digits.
     pub improvement: String,
-    /// The problem's threshold.
+    /// The problem's threshold (a decimal string in JSON, see [`threshold_text`]).
+    #[serde(serialize_with = "threshold_text")]
     pub min_improvement: f64,
     /// Whether `improvement ≥ min_improvement`.
     pub beats: bool,
@@ -124,7 +133,7 @@ pub fn compare(
     Comparison {
         against: label.to_string(),
         against_score: decimal_string(rival, SCORE_DIGITS),
-        improvement: decimal_string(&improvement, 6),
+        improvement: decimal_string(&improvement, SCORE_DIGITS),
         min_improvement: spec.min_improvement,
         beats: improvement >= spec.min_improvement_exact(),
     }

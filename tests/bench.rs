@@ -324,7 +324,7 @@ fn with_promotion_each_baseline_step_starts_from_the_promoted_constructions() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stderr.contains("promote discoveries: on"),
+        run.stderr.contains("discoveries promoted"),
         "{}",
         run.stderr
     );

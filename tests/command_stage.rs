@@ -55,6 +55,7 @@ fn run(script: &str, extra: &str) -> (Box<dyn Problem>, RunOutcome) {
         evaluations: None,
         jobs: 1,
         cancel: CancelToken::new(),
+        spent: Default::default(),
     };
     let outcome = run_program(
         problem.as_ref(),

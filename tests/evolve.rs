@@ -402,14 +402,21 @@ fn node_lines_go_to_the_run_log_and_the_terminal_only_with_verbose() {
     };
     let (quiet, nodes, shown) = run("plain", false);
     assert_eq!(shown, 0, "{}", quiet.stderr);
-    // Besides the opening line, standard error holds only status lines.
+    // Besides the two opening lines, standard error holds only status lines, plain (it is not a
+    // terminal here): no escape codes.
     let other: Vec<&str> = quiet
         .stderr
         .lines()
-        .skip(1)
+        .skip(2)
         .filter(|l| !l.starts_with("milo evolve ["))
         .collect();
     assert!(other.is_empty(), "{other:?}");
+    assert!(quiet
+        .stderr
+        .lines()
+        .take(2)
+        .all(|l| l.starts_with("milo evolve: ")));
+    assert!(!quiet.stderr.contains('\x1b'), "{:?}", quiet.stderr);
     assert!(quiet.stdout.contains("best.json"), "{}", quiet.stdout);
     let (_, verbose_nodes, shown) = run("verbose", true);
     assert_eq!((verbose_nodes, shown), (nodes, nodes));

@@ -112,7 +112,11 @@ fn an_llm_writer_run_records_its_agents_and_failed_answers_and_resumes() {
 
     let shown = milo(&["lineage", run_dir.to_str().unwrap()]);
     assert_eq!(shown.code, 0, "{}", shown.stderr);
-    assert!(shown.stdout.contains("cost in tokens"), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("cost is language-model tokens"),
+        "{}",
+        shown.stdout
+    );
     assert!(shown.stdout.contains("tokens  verdict"), "{}", shown.stdout);
 
     // The agents file is read from the record on resume (the file itself may be gone).

@@ -32,6 +32,7 @@ fn settings(evaluations: u64, jobs: usize) -> RunSettings {
         evaluations: Some(evaluations),
         jobs,
         cancel: Default::default(),
+        spent: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@ use crate::llm::Usage;
 use crate::problems::Problem;
 use crate::program::Program;
 use crate::runner::{derive_seed, run_program_scored, RunOutcome, RunSettings, Silent};
+use crate::tally::Tally;
 use num_rational::BigRational;
 
 /// A budget in both units; `None` means unlimited in that unit.
@@ -86,6 +87,7 @@ pub(super) fn run_on(
         evaluations: allowance.evaluations,
         jobs: 1,
         cancel: task.cancel.clone(),
+        spent: Tally::default(),
     };
     run_program_scored(
         task.problem,

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::harness::Harness;
 use crate::runner::evidence;
 use crate::runner::{run_program_scored, trace::cpu_seconds, RunSettings, Silent};
+use crate::tally::Tally;
 use std::time::Instant;
 
 /// The agent that runs the given program unchanged.
@@ -29,6 +30,7 @@ impl OptimizerWriter for GivenProgram {
             evaluations: task.evaluations,
             jobs: 1,
             cancel: task.cancel.clone(),
+            spent: Tally::default(),
         };
         let outcome = run_program_scored(
             problem,

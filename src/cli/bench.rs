@@ -1,7 +1,8 @@
 //! `milo bench`: run search methods against each other on a suite at equal CPU budget.
 
 use super::evolve::{AdmissionArgs, SlurmArgs};
-use super::status::{clock, eta, StatusLine};
+use super::headings;
+use super::status::{Gauge, Pace, StatusLine};
 use crate::bench::methods::search::SearchKnobs;
 use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
@@ -12,7 +13,7 @@ use crate::search::lineage::DEFAULT_TASKS_PER_ROUND;
 use crate::search::parts::EXECUTORS;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 /// Examples in `milo bench --help`.
 pub const EXAMPLES: &str = "Examples:
@@ -24,54 +25,54 @@ pub const EXAMPLES: &str = "Examples:
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// The task suite.
-    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "FILE", required_unless_present = "resume")]
     suite: Option<PathBuf>,
     /// Methods, comma-separated: best-of-n, stock, greedy, alphaevolve, ladder-a … ladder-d,
     /// milo (= ladder-e), milo-frozen; harness:PATH (a harness file from any run, frozen, run
     /// by the built-in writer) and program:PATH (a program file run unchanged, as stock).
-    #[arg(
+    #[arg(help_heading = headings::SEARCH,
         long,
         value_delimiter = ',',
         default_value = "best-of-n,alphaevolve,milo"
     )]
     methods: Vec<String>,
     /// Runs per method in the first batch (seeds 1..=K); the re-run uses K fresh seeds.
-    #[arg(long, default_value_t = 3, value_parser = super::count::<u64>(bounds::SEEDS))]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 3, value_parser = super::count::<u64>(bounds::SEEDS))]
     seeds: u64,
     /// CPU seconds of search-task evaluation per run, at most 1e7.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "SECONDS")]
     budget: Option<f64>,
     /// Skip the re-run batch with fresh seeds (verdicts then say "not re-run").
-    #[arg(long)]
+    #[arg(help_heading = headings::SEARCH, long)]
     no_rerun: bool,
     /// Quality aggregation over tasks.
-    #[arg(long, value_enum, default_value_t = Quality::Best)]
+    #[arg(help_heading = headings::SEARCH, long, value_enum, default_value_t = Quality::Best)]
     quality: Quality,
     /// Baselines carry each task's best discovery forward as its start for later steps.
-    #[arg(long)]
+    #[arg(help_heading = headings::SEARCH, long)]
     promote_discoveries: bool,
     /// Threads per run.
-    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
+    #[arg(help_heading = headings::BUDGETS, long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
     jobs: usize,
     /// Where task evaluations run (`local-threads`, or `slurm`: job arrays or pilots over the
     /// benchmark directory, which the nodes must share).
-    #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
+    #[arg(help_heading = headings::SLURM, long, value_name = "NAME", default_value = EXECUTORS[0])]
     executor: String,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = headings::SLURM)]
     slurm: SlurmArgs,
     #[command(flatten)]
     admission: AdmissionArgs,
     /// Islands of the MILO methods that have several (default 3).
-    #[arg(long, value_name = "N", value_parser = super::count::<usize>(bounds::ISLANDS))]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "N", value_parser = super::count::<usize>(bounds::ISLANDS))]
     islands: Option<usize>,
     /// Search tasks per harness per round of the MILO methods.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     /// Benchmark directory (default: runs/bench-<time>).
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = headings::OUTPUT, long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "islands", "tasks_per_round"])]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "islands", "tasks_per_round"])]
     resume: Option<PathBuf>,
 }
 
@@ -84,8 +85,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let cancel = super::cancel_on_ctrl_c();
     let config = bench.config();
     note!(
-        "milo: benchmarking {} on suite '{}' ({}), {} + {} seeds each, {} CPU seconds per run, \
-         promote discoveries: {}, in {}; Ctrl-C stops, --resume {} continues",
+        "milo bench: {} on suite '{}' ({}), {} + {} seeds, {} CPU s a run{}",
         config.methods.join(", "),
         bench.suite().name,
         bench.suite().problem.slug(),
@@ -93,20 +93,23 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         config.rerun_seeds.len(),
         config.cpu_seconds,
         if config.promote_discoveries {
-            "on"
+            ", discoveries promoted"
         } else {
-            "off"
+            ""
         },
-        bench.dir().display(),
+    );
+    note!(
+        "milo bench: in {}; Ctrl-C stops, --resume continues",
         bench.dir().display(),
     );
     let mut display = Display {
         status: StatusLine::start("milo bench", false),
-        started: Instant::now(),
-        finished_here: 0,
-        read_back: 0,
-        total: 0,
+        runs: Arc::new(Mutex::new(Runs::default())),
     };
+    let runs = Arc::clone(&display.runs);
+    display.status.set_gauge(Box::new(move || {
+        runs.lock().map(|r| r.gauge()).unwrap_or_default()
+    }));
     let results = bench.run(args.jobs, &cancel, &mut display)?;
     drop(display);
     let Some(results) = results else {
@@ -160,27 +163,43 @@ fn start(args: &BenchArgs) -> Result<Bench> {
     Bench::start(&dir, config)
 }
 
-/// A status line (the run in progress, its method and seed, an ETA from the runs finished so
-/// far) and one line per finished run on standard error.
+/// A status line (a bar over the benchmark's runs, the time left from the pace of the runs
+/// finished by this process, counted down between them, the run in progress, its method and
+/// seed) and one line per finished run on standard error.
 struct Display {
     status: StatusLine,
-    started: Instant,
-    /// Runs finished by this process.
-    finished_here: usize,
+    runs: Arc<Mutex<Runs>>,
+}
+
+/// The benchmark's runs, as the status line's gauge reads them.
+#[derive(Default)]
+struct Runs {
+    /// Runs finished by this process, and their pace.
+    finished_here: u64,
+    pace: Pace,
     /// Runs found finished by an earlier process.
-    read_back: usize,
-    total: usize,
+    read_back: u64,
+    total: u64,
+}
+
+impl Runs {
+    fn gauge(&self) -> Gauge {
+        let done = self.finished_here + self.read_back;
+        Gauge {
+            fraction: (self.total > 0).then(|| done as f64 / self.total as f64),
+            left: self.pace.left(self.total.saturating_sub(self.read_back)),
+            figures: format!("{done}/{} runs", self.total),
+        }
+    }
 }
 
 impl BenchObserver for Display {
     fn starting(&mut self, run: &PlannedRun, index: usize, total: usize) {
-        self.total = total;
-        let todo = total.saturating_sub(self.read_back) as f64;
-        let eta = eta(self.started.elapsed(), self.finished_here as f64, todo)
-            .map(|left| format!(" · ETA {}", clock(left)))
-            .unwrap_or_default();
+        if let Ok(mut runs) = self.runs.lock() {
+            runs.total = total as u64;
+        }
         self.status.set(format!(
-            "run {index}/{total}: {} seed {} ({} batch){eta}",
+            "run {index}: {} seed {} ({} batch)",
             run.method,
             run.seed,
             run.batch.as_str()
@@ -188,14 +207,21 @@ impl BenchObserver for Display {
     }
 
     fn finished(&mut self, s: &RunSummary, resumed: bool) {
+        let Ok(mut runs) = self.runs.lock() else {
+            return;
+        };
         match resumed {
-            true => self.read_back += 1,
-            false => self.finished_here += 1,
+            true => runs.read_back += 1,
+            false => {
+                runs.finished_here += 1;
+                let done = runs.finished_here;
+                runs.pace.observe(done);
+            }
         }
         self.status.println(&format!(
             "[{}/{}] {} seed {} ({}): best {} (quality {}), {} steps, {:.1} CPU s, {:.1} s{}",
-            self.finished_here + self.read_back,
-            self.total,
+            runs.finished_here + runs.read_back,
+            runs.total,
             s.method,
             s.seed,
             s.batch.as_str(),

@@ -3,6 +3,7 @@
 
 use super::arena::{print_check, SendArgs, ServerArgs};
 use super::evolve::{summarise, AdmissionArgs};
+use super::headings;
 use super::search_status::SearchStatus;
 use crate::arena::ApiKey;
 use crate::bounds;
@@ -32,64 +33,64 @@ pub const EXAMPLES: &str = "Examples:
 #[derive(clap::Args, Debug)]
 pub struct CampaignArgs {
     /// Problem slug (see `milo problems`); not needed with --resume.
-    #[arg(required_unless_present = "resume")]
+    #[arg(help_heading = headings::SEARCH, required_unless_present = "resume")]
     slug: Option<String>,
     /// The campaign directory (default: campaigns/SLUG-<UTC time>).
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = headings::OUTPUT, long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// Print every node, move and round summary on the terminal too (they always go to the
     /// run's milo.log).
-    #[arg(short, long)]
+    #[arg(help_heading = headings::OUTPUT, short, long)]
     verbose: bool,
     /// Resume the campaign in DIR (its settings, the server and agent among them, are read from
     /// DIR/campaign.json; --jobs and --timeout apply).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility"])]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["slug", "dir", "limit", "programs", "seeds", "validation_seeds", "task_evaluations", "task_seconds", "islands", "seed", "tasks_per_round", "rounds", "hours", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility"])]
     resume: Option<PathBuf>,
     /// Wall-clock limit in hours: at it the step in flight is cancelled (--resume redoes it).
-    #[arg(long, conflicts_with = "rounds")]
+    #[arg(help_heading = headings::BUDGETS, long, conflicts_with = "rounds")]
     hours: Option<f64>,
     /// Rounds to run (default 4 unless --hours is given).
-    #[arg(long)]
+    #[arg(help_heading = headings::BUDGETS, long)]
     rounds: Option<usize>,
     /// Live top entries to pull as starts.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
     limit: u64,
     /// Parent optimizer programs (default: the problem's default program).
-    #[arg(long, num_args = 1..)]
+    #[arg(help_heading = headings::SEARCH, long, num_args = 1..)]
     programs: Vec<PathBuf>,
     /// Seeds of the search tasks, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
+    #[arg(help_heading = headings::SEARCH, long, value_delimiter = ',', default_values_t = [1, 2])]
     seeds: Vec<u64>,
     /// Seeds held out for validation (on the same starts), comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [101])]
+    #[arg(help_heading = headings::SEARCH, long, value_delimiter = ',', default_values_t = [101])]
     validation_seeds: Vec<u64>,
     /// Budget of each task in objective evaluations (deterministic).
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "N", default_value_t = 20_000)]
     task_evaluations: u64,
     /// Also a wall-clock budget per task, in seconds.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "SECONDS")]
     task_seconds: Option<f64>,
     /// Islands at the start.
-    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(bounds::ISLANDS))]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 3, value_parser = super::count::<usize>(bounds::ISLANDS))]
     islands: usize,
     /// Search tasks per harness per round.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     #[command(flatten)]
     admission: AdmissionArgs,
     /// Seed of every random choice.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 1)]
     seed: u64,
     /// Threads for evaluating tasks in parallel.
-    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
+    #[arg(help_heading = headings::BUDGETS, long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
     jobs: usize,
     /// Send a construction that the live rules make the new #1 (needs the API key); without it
     /// the campaign only says what it would send.
-    #[arg(long)]
+    #[arg(help_heading = headings::ARENA, long)]
     submit: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = headings::ARENA)]
     server: ServerArgs,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = headings::ARENA)]
     sending: SendArgs,
 }
 

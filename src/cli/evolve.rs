@@ -1,6 +1,8 @@
 //! `milo evolve`: the MILO search over harnesses on a task suite, with a live display.
 
+use super::headings;
 use super::search_status::{best_result, node_counts, BestResult, SearchStatus, LOG_FILE};
+use super::verdict::{against, against_arena_first};
 use crate::agent::writer_by_name;
 use crate::bounds;
 use crate::cancel::CancelToken;
@@ -11,7 +13,6 @@ use crate::executor::SlurmOptions;
 use crate::harness::Harness;
 use crate::llm::AgentsConfig;
 use crate::optimize::budget::MAX_SECONDS;
-use crate::problems::Direction;
 use crate::search::evaluation::Quality;
 use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
 use crate::search::harness_race::{self, RaceSettings};
@@ -145,85 +146,85 @@ pub const EXAMPLES: &str = "Examples:
 pub struct EvolveArgs {
     /// The task suite (default: the suite embedded in milo, problems/suites/default.toml, third
     /// autocorrelation inequality, written into the run directory's default-suite/).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "FILE")]
     suite: Option<PathBuf>,
     /// Where the lineage, harnesses and discoveries go (default: runs/evolve-<UTC time>).
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = headings::OUTPUT, long, value_name = "DIR")]
     run_dir: Option<PathBuf>,
     /// Islands at the start.
-    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(bounds::ISLANDS))]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 3, value_parser = super::count::<usize>(bounds::ISLANDS))]
     islands: usize,
     /// Rounds to run (default 4 unless --hours is given).
-    #[arg(long, conflicts_with = "hours", value_parser = super::count::<usize>(bounds::ROUNDS))]
+    #[arg(help_heading = headings::BUDGETS, long, conflicts_with = "hours", value_parser = super::count::<usize>(bounds::ROUNDS))]
     rounds: Option<usize>,
     /// Wall-clock limit in hours: at it the step in flight is cancelled (--resume redoes it).
-    #[arg(long)]
+    #[arg(help_heading = headings::BUDGETS, long)]
     hours: Option<f64>,
     /// Threads for evaluating tasks in parallel.
-    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
+    #[arg(help_heading = headings::BUDGETS, long, default_value_t = 1, value_parser = super::count::<usize>(bounds::JOBS))]
     jobs: usize,
     /// Seed of every random choice.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 1)]
     seed: u64,
     /// Rounds without a gain in an island's best search quality before the orchestrator steps
     /// in (validation is held out: it never steers the search).
-    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(bounds::PATIENCE))]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 3, value_parser = super::count::<usize>(bounds::PATIENCE))]
     patience: usize,
     /// How a harness's quality aggregates its per-task gains.
-    #[arg(long, value_enum, default_value_t = Quality::Best)]
+    #[arg(help_heading = headings::SEARCH, long, value_enum, default_value_t = Quality::Best)]
     quality: Quality,
     /// Attempts per task in each evaluation.
-    #[arg(long, default_value_t = 1, value_parser = super::count::<usize>(bounds::ATTEMPTS))]
+    #[arg(help_heading = headings::BUDGETS, long, default_value_t = 1, value_parser = super::count::<usize>(bounds::ATTEMPTS))]
     attempts: usize,
     /// The agent that writes optimizer programs (`builtin`; `verbatim`: the parent unchanged;
     /// `llm`: a language model from the agents file's [writer] pool, needs --agents).
-    #[arg(long, value_name = "NAME", default_value = "builtin")]
+    #[arg(help_heading = headings::LLM, long, value_name = "NAME", default_value = "builtin")]
     writer: String,
     /// The agents file (TOML): LLM backends and the pools of the writer, mutator and
     /// orchestrator roles; needed by `--writer llm`, the `llm` mutator and `--orchestrator llm`.
     /// Recorded in the run (it names key variables, never keys), so --resume needs it no more.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = headings::LLM, long, value_name = "FILE")]
     agents: Option<PathBuf>,
     /// The mutator pool, comma-separated: island i starts with the i-th (cyclically), and the
     /// orchestrator reassigns islands from this pool (`llm` needs --agents).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = mutators::NAMES.map(String::from))]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "LIST", value_delimiter = ',', default_values_t = mutators::NAMES.map(String::from))]
     mutators: Vec<String>,
     /// The orchestrator consulted when islands stall (`llm` needs --agents).
-    #[arg(long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "NAME", default_value = ORCHESTRATORS[0])]
     orchestrator: String,
     /// Where task evaluations run (`local-threads`: this process, `--jobs` threads; `slurm`: job
     /// arrays or pilots over the run directory, which the nodes must share).
-    #[arg(long, value_name = "NAME", default_value = EXECUTORS[0])]
+    #[arg(help_heading = headings::SLURM, long, value_name = "NAME", default_value = EXECUTORS[0])]
     executor: String,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = headings::SLURM)]
     slurm: SlurmArgs,
     #[command(flatten)]
     admission: AdmissionArgs,
     /// A harness file to seed the islands with (repeat for several; island i starts from the
     /// i-th, in turn): your own, or one a run evolved (`RUN/harnesses/<hash>.toml`). Recorded
     /// whole in the run. Default: the built-in seeds.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "FILE")]
     seed_harness: Vec<PathBuf>,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     /// Objective evaluations of every task, replacing the suite's budget (a record campaign's
     /// setting: longer episodes let a program go deeper; recorded in the run).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     task_evaluations: Option<u64>,
     /// Promote each slot's best construction of a round to the slot's start for the rounds after
     /// (a record campaign's setting; off: every task starts from the suite's frozen start).
-    #[arg(long)]
+    #[arg(help_heading = headings::SEARCH, long)]
     promote_discoveries: bool,
     /// Print every node, move and round summary on the terminal too (they always go to the
     /// run's milo.log).
-    #[arg(short, long)]
+    #[arg(help_heading = headings::OUTPUT, short, long)]
     verbose: bool,
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies). With --rounds N (in all) or --hours H a run, finished or not,
     /// goes on to the new limit, and the lineage records it.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness"])]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness"])]
     resume: Option<PathBuf>,
 }
 
@@ -242,20 +243,20 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
         None => start(args, cancel)?,
     };
     note!(
-        "milo: evolving harnesses on suite '{}' ({}; {} search tasks per round, {} validation \
-         tasks, {} each{}) in {}; Ctrl-C stops after recording the last finished step, --resume {} \
-         continues",
+        "milo evolve: suite '{}' ({}), {} tasks a round, {} held out, {} each{}",
         search.suite().name,
         search.suite().problem.slug(),
         search.config().tasks_per_round,
         search.validation_tasks().len(),
         search.suite().budget.text(),
         if search.config().promote_discoveries {
-            ", discoveries promoted to starts"
+            ", discoveries promoted"
         } else {
             ""
         },
-        search.dir().display(),
+    );
+    note!(
+        "milo evolve: in {}; Ctrl-C stops after the last finished step, --resume continues",
         search.dir().display(),
     );
     let mut status = SearchStatus::new(&search, args.verbose, false);
@@ -465,31 +466,11 @@ fn verdict(search: &Search, best: &BestResult, record_name: &str) -> String {
     let spec = search.suite().problem.spec();
     let score: f64 = best.score.parse().unwrap_or(f64::NAN);
     let record = search.suite().record.to_f64().unwrap_or(f64::NAN);
-    // Positive when the best is better, in the problem's direction.
-    let ahead = |of: f64| match spec.direction {
-        Direction::Minimize => of - score,
-        Direction::Maximize => score - of,
-    };
-    let against = |of: f64, name: &str| match ahead(of) {
-        d if d > 0.0 => format!("{d:.2e} better than {name} {of:.8}"),
-        d if d < 0.0 => format!("{:.2e} behind {name} {of:.8}", -d),
-        _ => format!("equal to {name} {of:.8}"),
-    };
     let mut parts = vec![format!(
         "verdict: best {score:.8}, {}",
-        against(record, record_name)
+        against(spec.direction, score, record, record_name)
     )];
-    if let Some(first) = spec.arena_first() {
-        let beats = ahead(first.value) >= spec.min_improvement;
-        parts.push(format!(
-            "{} ({})",
-            against(first.value, "the arena #1"),
-            match beats {
-                true => "past it by the arena's threshold: a new #1",
-                false => "not a new #1",
-            }
-        ));
-    }
+    parts.extend(against_arena_first(spec, score));
     let (_, admitted, rejected) = node_counts(state);
     parts.push(format!(
         "{admitted} of {} children admitted",

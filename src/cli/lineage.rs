@@ -24,6 +24,32 @@ pub struct LineageArgs {
     json: bool,
 }
 
+/// The width the text table keeps to.
+const WIDTH: usize = 100;
+
+/// The indent of a node's detail lines (its verdict's reason, its language-model use).
+const INDENT: &str = "       ";
+
+/// `text` in lines of at most [`WIDTH`] columns (a longer word stays whole), each after `indent`.
+fn wrap(text: &str, indent: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::from(indent);
+    for word in text.split_whitespace() {
+        let fresh = line.len() == indent.len();
+        if !fresh && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            lines.push(std::mem::replace(&mut line, String::from(indent)));
+        }
+        if line.len() > indent.len() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if line.len() > indent.len() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// Runs `milo lineage`.
 pub fn run(args: &LineageArgs) -> Result<i32> {
     let (records, _) = read_records(&args.dir.join(LINEAGE_FILE))?;
@@ -69,12 +95,9 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         );
     }
     if let Some(config) = &state.config {
-        out!(
-            "cost in {}, latency in {} (the run's cost measure: {:?})",
-            config.cost.cost_unit(),
-            config.cost.latency_unit(),
-            config.cost
-        )?;
+        for line in wrap(&format!("{}.", config.cost.description()), "") {
+            out!("{line}")?;
+        }
     }
     // Tokens where a writer asked a language model.
     let tokens = state.config.as_ref().is_some_and(|c| c.writer == "llm")
@@ -101,7 +124,7 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             false => String::new(),
         };
         out!(
-            "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9.3} {:>9.2} {:>8.2}{spent}  {}: {}",
+            "{:<6} {:>6} {:>5} {:<11} {:<13} {:>9.3} {:>9.2} {:>8.2}{spent}  {}",
             n.id,
             n.island,
             n.round,
@@ -111,23 +134,30 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
             f.cost,
             f.latency,
             if n.admitted() { "admitted" } else { "rejected" },
-            n.verdict.reason
         )?;
+        for line in wrap(&n.verdict.reason, INDENT) {
+            out!("{line}")?;
+        }
         if !n.usage.is_zero() {
-            out!("       {}", n.usage.summary())?;
-            for line in n.evidence.iter().filter(|l| l.starts_with("diagnosis")) {
-                out!("       {line}")?;
+            let diagnoses = n.evidence.iter().filter(|l| l.starts_with("diagnosis"));
+            for text in std::iter::once(&n.usage.summary()).chain(diagnoses) {
+                for line in wrap(text, INDENT) {
+                    out!("{line}")?;
+                }
             }
         }
     }
-    for e in &state.events {
-        out!("{}", e.headline())?;
-    }
-    for c in &state.consultations {
-        out!("{}", c.headline())?;
-    }
-    for f in &state.failures {
-        out!("round {} island {}: {}", f.round, f.island, f.summary())?;
+    let failures = state
+        .failures
+        .iter()
+        .map(|f| format!("round {} island {}: {}", f.round, f.island, f.summary()));
+    let others = state.events.iter().map(|e| e.headline());
+    let consultations = state.consultations.iter().map(|c| c.headline());
+    for text in others.chain(consultations).chain(failures) {
+        // The first line unindented, the rest under it.
+        for (i, line) in wrap(&text, INDENT).iter().enumerate() {
+            out!("{}", if i == 0 { line.trim_start() } else { line })?;
+        }
     }
     out!(
         "{} rounds, {} nodes, {} events, {} failures, {} islands",
@@ -163,4 +193,21 @@ pub fn run(args: &LineageArgs) -> Result<i32> {
         out!("language models, all parts: {}", spent.summary())?;
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_lines_keep_to_the_width_and_their_indent() {
+        let text = "word ".repeat(60);
+        let lines = wrap(&text, INDENT);
+        assert!(lines.len() > 1);
+        for line in &lines {
+            assert!(line.chars().count() <= WIDTH, "{line}");
+            assert!(line.starts_with(INDENT) && !line[INDENT.len()..].starts_with(' '));
+        }
+        assert_eq!(lines.join(" ").split_whitespace().count(), 60);
+    }
 }

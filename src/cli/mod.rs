@@ -28,6 +28,7 @@ mod campaign;
 mod completions;
 mod convert;
 mod evolve;
+mod headings;
 mod lineage;
 mod optimize;
 mod problems;
@@ -35,6 +36,7 @@ mod report;
 mod search_status;
 mod status;
 mod suite;
+mod verdict;
 mod verify;
 mod worker;
 

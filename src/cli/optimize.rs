@@ -1,13 +1,15 @@
 //! `milo optimize PROBLEM --start FILE`: run an optimizer program on a construction.
 
+use super::headings;
 use super::json_line;
-use super::status::{clock, eta, StatusLine};
+use super::status::{eta, Gauge, GaugeFn, StatusLine};
+use super::verdict::{against, against_arena_first};
 use crate::construction::{read_values, write_values};
 use crate::dir_lock::DirLock;
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
-use crate::exact::rational::{decimal_string, SCORE_DIGITS};
+use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
 use crate::optimize::budget::check_seconds;
-use crate::problems::{by_slug, Direction, Problem};
+use crate::problems::{by_slug, Direction, Problem, ProblemSpec};
 use crate::program::Program;
 use crate::runner::trace::process_cpu_seconds;
 use crate::runner::trace_file::{values_sha256, RunHeader, Segment, TraceFile};
@@ -15,8 +17,10 @@ use crate::runner::{
     derive_seed, run_program_scored, Observer, RunOutcome, RunSettings, StageRecord, StopReason,
     Trace, TracePoint,
 };
+use crate::tally::Tally;
 use num_rational::BigRational;
 use serde_json::json;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -35,45 +39,45 @@ pub const EXAMPLES: &str = "Examples:
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
     /// Problem slug (see `milo problems`) or its first word (`erdos`, `first`, `second`, `third`).
-    #[arg(required_unless_present = "resume", conflicts_with = "resume", value_parser = super::problem_names())]
+    #[arg(help_heading = headings::SEARCH, required_unless_present = "resume", conflicts_with = "resume", value_parser = super::problem_names())]
     problem: Option<String>,
     /// The start construction: JSON, .npy or text, optionally gzipped; `-` reads standard input.
-    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, required_unless_present = "resume", conflicts_with = "resume")]
     start: Option<PathBuf>,
     /// Program file (TOML); default: the problem's default program.
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, conflicts_with = "resume")]
     program: Option<PathBuf>,
     /// Wall-clock budget in seconds, at most 1e7 (default 30 unless --evaluations is given).
     /// With --resume: the run's new total over all its segments.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(help_heading = headings::BUDGETS, long, value_name = "SECONDS")]
     budget: Option<f64>,
     /// Budget in objective evaluations (deterministic: same seed, same bits). With --resume: the
     /// run's new total over all its segments.
-    #[arg(long)]
+    #[arg(help_heading = headings::BUDGETS, long)]
     evaluations: Option<u64>,
     /// Seed of every random choice.
-    #[arg(long, default_value_t = 1, conflicts_with = "resume")]
+    #[arg(help_heading = headings::SEARCH, long, default_value_t = 1, conflicts_with = "resume")]
     seed: u64,
     /// Threads for independent restarts (default 1; with --resume, the run's own).
-    #[arg(long, value_parser = super::count::<usize>(crate::bounds::JOBS))]
+    #[arg(help_heading = headings::BUDGETS, long, value_parser = super::count::<usize>(crate::bounds::JOBS))]
     jobs: Option<usize>,
     /// Where to write the best construction, in the format its name asks for (`.npy` float64,
     /// `.txt`/`.csv` text, anything else JSON; `.gz` gzips): created at the start (an existing
     /// file is refused) and rewritten whenever the best improves, at most every 10 s.
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = headings::OUTPUT, long, conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Write the run's trace (settings, per-stage records, best score over time) as JSON here
     /// (created at the start; an existing file is refused), kept current like --out: with it the
     /// run can be continued after any stop (--resume).
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = headings::OUTPUT, long, conflicts_with = "resume")]
     trace: Option<PathBuf>,
     /// Continue the run whose --trace file this is, from the best construction its --out holds,
     /// with what is left of its budget (--budget or --evaluations set a new total). Both files
     /// are updated in place.
-    #[arg(long, value_name = "TRACE")]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "TRACE")]
     resume: Option<PathBuf>,
     /// Print one JSON object instead of text (and no progress bar; -q hides it too).
-    #[arg(long)]
+    #[arg(help_heading = headings::OUTPUT, long)]
     json: bool,
 }
 
@@ -301,6 +305,7 @@ impl Plan {
             evaluations: args.evaluations,
             jobs,
             cancel: super::cancel_on_ctrl_c(),
+            spent: Tally::default(),
         };
         let base = TraceFile {
             run: Some(header),
@@ -367,6 +372,7 @@ impl Plan {
             evaluations,
             jobs,
             cancel: super::cancel_on_ctrl_c(),
+            spent: Tally::default(),
         };
         let base = TraceFile {
             run: Some(header),
@@ -501,78 +507,107 @@ pub fn default_program(problem: &dyn Problem) -> Result<Program> {
     )
 }
 
-/// Shows the best score, the stage, β, the evaluation rate, the budget and the most time left,
-/// and keeps the run's files current.
+/// Shows the best score, the construction's length and the stage on the status line, and keeps
+/// the run's files current; the bar, the rate and the time left come from [`budget_gauge`].
 struct ProgressObserver<'a> {
     status: StatusLine,
-    budget_seconds: Option<f64>,
-    budget_evaluations: Option<u64>,
     best: f64,
-    stage: String,
-    beta: Option<f64>,
-    /// Evaluations and seconds at the last report.
-    spent: (u64, f64),
+    n: usize,
+    /// The stage running: its kind and its path in the program.
+    stage: Option<(String, String)>,
+    /// The β each stage path last finished at.
+    betas: HashMap<String, f64>,
     files: &'a mut RunFiles,
 }
 
 impl ProgressObserver<'_> {
     fn refresh(&self) {
-        let (evaluations, seconds) = self.spent;
-        let beta = self.beta.map(|b| format!(" β {b:.0e}")).unwrap_or_default();
-        let rate = if seconds > 0.0 {
-            evaluations as f64 / seconds
-        } else {
-            0.0
-        };
-        // The program may stop sooner by its own tests: the budget bounds the time left. A
-        // deadline's time left heads the line, counted down on every tick; an evaluation budget
-        // alone gives an estimate from the rate so far.
-        let mut budget = Vec::new();
-        let mut left: Option<f64> = None;
-        if let Some(total) = self.budget_evaluations {
-            budget.push(format!("{evaluations}/{total} evaluations"));
-            if self.budget_seconds.is_none() {
-                left = eta(
-                    Duration::from_secs_f64(seconds.max(0.0)),
-                    evaluations as f64,
-                    total as f64,
+        let stage = match &self.stage {
+            Some((kind, path)) => {
+                let beta = self.betas.get(path).map(|b| format!(", β {b:.0e}"));
+                format!(
+                    "{kind} ({}{})",
+                    plain_position(path),
+                    beta.unwrap_or_default()
                 )
-                .map(|eta| eta.as_secs_f64());
             }
-        }
-        if let Some(total) = self.budget_seconds {
-            budget.push(format!("{total:.0} s"));
-        }
-        let left = left
-            .map(|l| format!(", at most {} left", clock(Duration::from_secs_f64(l))))
-            .unwrap_or_default();
-        self.status.set(format!(
-            "best {:.12} | {}{beta} | {rate:.0} evals/s | budget {}{left}",
-            self.best,
-            self.stage,
-            budget.join(" or ")
-        ));
+            None => "starting".into(),
+        };
+        self.status
+            .set(format!("best {:.12} · n {} · {stage}", self.best, self.n));
     }
 }
 
+/// A stage's path in its program in plain words: `steps[2].body[0]` is `step 3.1`.
+fn plain_position(path: &str) -> String {
+    let numbers: Vec<String> = path
+        .split('[')
+        .skip(1)
+        .filter_map(|part| part.split(']').next()?.parse::<usize>().ok())
+        .map(|i| (i + 1).to_string())
+        .collect();
+    format!("step {}", numbers.join("."))
+}
+
+/// The run's gauge, from its live evaluation count: a bar over whichever budget is nearer its
+/// end (time or evaluations), the evaluations per second so far, the time left (to the deadline,
+/// or at the rate so far for evaluations).
+fn budget_gauge(settings: &RunSettings) -> GaugeFn {
+    let started = Instant::now();
+    let spent = settings.spent.clone();
+    let (seconds, evaluations) = (settings.seconds, settings.evaluations);
+    Box::new(move || {
+        let elapsed = started.elapsed();
+        let used = spent.get();
+        let rate = used as f64 / elapsed.as_secs_f64().max(1e-9);
+        let by_time = seconds.filter(|s| *s > 0.0).map(|total| {
+            let left = Duration::from_secs_f64((total - elapsed.as_secs_f64()).clamp(0.0, 1e7));
+            (elapsed.as_secs_f64() / total, left)
+        });
+        let by_evaluations = evaluations.map(|total| {
+            let left = eta(elapsed, used as f64, total as f64).unwrap_or(Duration::MAX);
+            (used as f64 / total as f64, left)
+        });
+        let binding = match (by_time, by_evaluations) {
+            (Some(t), Some(e)) => Some(if e.0 > t.0 { e } else { t }),
+            (t, e) => t.or(e),
+        };
+        let mut figures = format!("{rate:.0} evals/s");
+        if let Some(total) = evaluations {
+            figures.push_str(&format!(" · {used}/{total} evaluations"));
+        }
+        Gauge {
+            fraction: binding.map(|(fraction, _)| fraction),
+            left: binding.map(|(_, left)| left).filter(|l| *l < Duration::MAX),
+            figures,
+        }
+    })
+}
+
 impl Observer for ProgressObserver<'_> {
-    fn stage_started(&mut self, path: &str, kind: &str) {
-        self.stage = format!("{kind} {path}");
+    fn stage_started(&mut self, path: &str, kind: &str, n: usize) {
+        self.stage = Some((kind.to_string(), path.to_string()));
+        self.n = n;
         self.refresh();
     }
     fn stage_finished(&mut self, record: &StageRecord) {
         if let Some(note) = &record.note {
-            self.status
-                .println(&format!("milo: {} {}: {note}", record.kind, record.path));
+            self.status.println(&format!(
+                "milo: {} ({}): {note}",
+                record.kind,
+                plain_position(&record.path)
+            ));
         }
-        self.beta = record.beta;
-        self.spent = (record.evaluations, record.seconds);
+        if let Some(beta) = record.beta {
+            self.betas.insert(record.path.clone(), beta);
+        }
+        self.n = record.n;
         self.refresh();
         self.files.stage_finished(record);
     }
     fn improved(&mut self, point: &TracePoint, best: &[f64]) {
         self.best = point.score;
-        self.spent = (point.evaluations, point.seconds);
+        self.n = best.len();
         self.refresh();
         self.files.improved(point, best);
     }
@@ -614,19 +649,13 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     }
     let mut observer = ProgressObserver {
         status: StatusLine::start("milo optimize", args.json),
-        budget_seconds: settings.seconds,
-        budget_evaluations: settings.evaluations,
         best: files.start_score,
-        stage: "starting".into(),
-        beta: None,
-        spent: (0, 0.0),
+        n: start.len(),
+        stage: None,
+        betas: HashMap::new(),
         files: &mut files,
     };
-    if let Some(seconds) = settings.seconds {
-        observer
-            .status
-            .set_deadline(Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 1e7)));
-    }
+    observer.status.set_gauge(budget_gauge(&settings));
     observer.refresh();
     let outcome = run_program_scored(
         problem.as_ref(),
@@ -660,7 +689,8 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "n_best": outcome.best.len(),
         "start_exact": decimal_string(&outcome.start_exact, SCORE_DIGITS),
         "best_exact": decimal_string(&outcome.best_exact, SCORE_DIGITS),
-        "improvement": decimal_string(&improvement, 6),
+        "improvement": decimal_string(&improvement, SCORE_DIGITS),
+        "min_improvement": format!("{:e}", problem.spec().min_improvement),
         "improved": outcome.improved,
         "beats_start_by_min_improvement": improvement >= problem.spec().min_improvement_exact(),
         "evaluations": outcome.evaluations,
@@ -686,7 +716,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     )?;
     out!(
         "improvement  {} (min_improvement {:e}){}",
-        report["improvement"].as_str().unwrap_or(""),
+        decimal_string(&improvement, 6),
         problem.spec().min_improvement,
         if outcome.improved {
             ""
@@ -711,5 +741,18 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         out!("stopped      {why}")?;
     }
     out!("wrote        {}", out.display())?;
+    out!("{}", verdict(problem.spec(), &outcome))?;
     Ok(EXIT_OK)
+}
+
+/// The run's verdict in one line: the best against the start and against the arena's #1.
+fn verdict(spec: &ProblemSpec, outcome: &RunOutcome) -> String {
+    let best = to_f64(&outcome.best_exact);
+    let start = to_f64(&outcome.start_exact);
+    let mut parts = vec![format!(
+        "verdict: best {best:.8}, {}",
+        against(spec.direction, best, start, "the start")
+    )];
+    parts.extend(against_arena_first(spec, best));
+    parts.join("; ")
 }

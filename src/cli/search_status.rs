@@ -1,21 +1,24 @@
-//! What a running search (`milo evolve`, `milo campaign`) shows: one status line (round k of N
-//! or the time left, the best construction against the suite's record and the arena's #1,
-//! admitted and rejected children, the orchestrator's last move, an ETA), and every detail line
+//! What a running search (`milo evolve`, `milo campaign`) shows: one status line (a bar over the
+//! round's task runs, the time left estimated from the task runs finished so far and counted down
+//! between them, seeding or round k of N, the best construction against the suite's start and the
+//! arena's #1, admitted and rejected children, the orchestrator's last move), and every detail line
 //! (a node, a move, a failure, a discovery, a round's summary) in the run's `milo.log`, and on
 //! the terminal too with `--verbose`.
 
-use super::status::{clock, eta, StatusLine};
+use super::status::{Gauge, Pace, StatusLine};
 use crate::exact::rational::{decimal_string, parse_decimal};
 use crate::problems::Direction;
 use crate::search::evaluation::Improvement;
 use crate::search::evolve::{Search, SearchObserver};
 use crate::search::lineage::{EventRecord, FailureRecord, Move, NodeRecord};
 use crate::search::state::SearchState;
+use crate::tally::TaskTally;
 use num_rational::BigRational;
 use num_traits::ToPrimitive;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The run's log of detail lines, beside its lineage.
@@ -82,12 +85,13 @@ pub struct SearchStatus {
     log: Option<File>,
     log_path: PathBuf,
     verbose: bool,
-    started: Instant,
-    rounds_at_start: usize,
     rounds: Option<usize>,
-    hours: Option<f64>,
+    round: Arc<Mutex<RoundGauge>>,
+    /// Whether the round in flight is the seeding.
+    seeding: bool,
     direction: Direction,
-    record: f64,
+    /// The suite's record, or its best start when it gives none, and which it is.
+    record: (f64, &'static str),
     arena_first: Option<f64>,
     last_move: Option<String>,
     /// Discoveries saved by this process.
@@ -115,26 +119,46 @@ impl SearchStatus {
             }
         };
         let spec = search.suite().problem.spec();
-        let status = SearchStatus {
+        let config = search.config();
+        let round = RoundGauge {
+            tally: search.task_tally(),
+            before: (0, 0),
+            islands: search.state().islands.len() as u64,
+            islands_done: 0,
+            planned_by_done: 0,
+            first_guess: 2 * (config.tasks_per_round * config.attempts.max(1)) as u64,
+            pace: Pace::new(),
+            rounds_after: None,
+            deadline: config
+                .hours
+                .map(|hours| Instant::now() + Duration::from_secs_f64(hours * 3600.0)),
+        };
+        let round = Arc::new(Mutex::new(round));
+        let read = Arc::clone(&round);
+        line.set_gauge(Box::new(move || {
+            read.lock().map(|mut r| r.read()).unwrap_or_default()
+        }));
+        let mut status = SearchStatus {
             line,
             verbose: verbose || log.is_none(),
             log,
             log_path,
-            started: Instant::now(),
-            rounds_at_start: search.state().rounds_done,
-            rounds: search.config().rounds,
-            hours: search.config().hours,
+            rounds: config.rounds.filter(|_| config.hours.is_none()),
+            round,
+            seeding: true,
             direction: spec.direction,
-            record: search.suite().record.to_f64().unwrap_or(f64::NAN),
+            record: (
+                search.suite().record.to_f64().unwrap_or(f64::NAN),
+                match search.suite().record_given {
+                    true => "record",
+                    false => "best start",
+                },
+            ),
             arena_first: spec.arena_first().map(|r| r.value),
             last_move: None,
             discoveries: 0,
         };
-        if let Some(hours) = status.hours {
-            status
-                .line
-                .set_deadline(status.started + Duration::from_secs_f64(hours * 3600.0));
-        }
+        status.new_round(search.state());
         status.refresh(search.state());
         status
     }
@@ -172,7 +196,8 @@ impl SearchStatus {
             if let Some(first) = self.arena_first {
                 best_text.push_str(&format!(", #1 {first:.8}"));
             }
-            best_text.push_str(&format!(", record {:.8}", self.record));
+            let (record, name) = self.record;
+            best_text.push_str(&format!(", {name} {record:.8}"));
             parts.push(best_text);
         }
         let (_, admitted, rejected) = node_counts(state);
@@ -188,27 +213,122 @@ impl SearchStatus {
         self.line.set(parts.join(" · "));
     }
 
-    /// `round k/N, ETA …` or `round k` (or `seeding k/I`).
+    /// `seeding`, `round k/N` or `round k`.
     fn progress(&self, state: &SearchState) -> String {
-        let seeded = state.nodes.iter().filter(|n| n.round == 0).count();
-        let round = match seeded < state.islands.len() {
-            true => format!("seeding {seeded}/{}", state.islands.len()),
-            false => format!("round {}", state.rounds_done + 1),
+        if seeding(state) {
+            return "seeding".into();
+        }
+        let round = state.rounds_done + 1;
+        match self.rounds {
+            Some(rounds) => format!("round {}/{rounds}", round.min(rounds)),
+            None => format!("round {round}"),
+        }
+    }
+
+    /// Starts the gauge of the round in flight (seeding, or the one after `state`'s last
+    /// finished round).
+    fn new_round(&mut self, state: &SearchState) {
+        self.seeding = seeding(state);
+        let rounds_after = self.rounds.map(|rounds| match self.seeding {
+            true => rounds,
+            false => rounds.saturating_sub(state.rounds_done + 1),
+        });
+        if let Ok(mut round) = self.round.lock() {
+            round.restart(rounds_after);
+        }
+    }
+
+    /// Counts the islands done with the round in flight.
+    fn island_done(&self, state: &SearchState) {
+        let round = if seeding(state) {
+            0
+        } else {
+            state.rounds_done + 1
         };
-        let elapsed = self.started.elapsed();
-        // With --hours the line shows the time left itself (see `new`).
-        let Some(rounds) = self.rounds.filter(|_| self.hours.is_none()) else {
-            return round;
+        let done = (0..state.islands.len())
+            .filter(|&i| state.has_step(round, i))
+            .count();
+        if let Ok(mut gauge) = self.round.lock() {
+            gauge.islands_done(done as u64);
+        }
+    }
+}
+
+/// Whether the run is still seeding its islands (round 0).
+fn seeding(state: &SearchState) -> bool {
+    (0..state.islands.len()).any(|i| !state.has_step(0, i))
+}
+
+/// The round in flight's task runs: a bar over them, and the time left from the pace of those
+/// finished so far (with the rounds after it, or up to the run's deadline).
+struct RoundGauge {
+    tally: TaskTally,
+    /// The tally's planned and finished counts when the round began.
+    before: (u64, u64),
+    islands: u64,
+    /// Islands done with the round, and the task runs they planned.
+    islands_done: u64,
+    planned_by_done: u64,
+    /// Task runs an island plans before one has finished (its parent's and its child's runs).
+    first_guess: u64,
+    pace: Pace,
+    /// Rounds to run after this one, when the run counts rounds.
+    rounds_after: Option<usize>,
+    deadline: Option<Instant>,
+}
+
+impl RoundGauge {
+    /// Starts a round, with `rounds_after` rounds to run after it.
+    fn restart(&mut self, rounds_after: Option<usize>) {
+        self.before = (self.tally.planned.get(), self.tally.finished.get());
+        self.islands_done = 0;
+        self.planned_by_done = 0;
+        self.pace = Pace::new();
+        self.rounds_after = rounds_after;
+    }
+
+    /// Notes that `done` islands are done with the round.
+    fn islands_done(&mut self, done: u64) {
+        if done > self.islands_done {
+            self.islands_done = done;
+            self.planned_by_done = self.tally.planned.get() - self.before.0;
+        }
+    }
+
+    /// The gauge now: the task runs finished of the round's (planned, and estimated for the
+    /// islands still to come), the time left.
+    fn read(&mut self) -> Gauge {
+        let planned = self.tally.planned.get() - self.before.0;
+        let finished = self.tally.finished.get() - self.before.1;
+        self.pace.observe(finished);
+        let per_island = match self.islands_done {
+            0 => self.first_guess,
+            done => self.planned_by_done.div_ceil(done),
         };
-        let round = match seeded < state.islands.len() {
-            true => round,
-            false => format!("round {}/{rounds}", (state.rounds_done + 1).min(rounds)),
+        let rest = self.islands.saturating_sub(self.islands_done) * per_island;
+        let total = planned
+            .max(self.planned_by_done + rest)
+            .max(finished)
+            .max(1);
+        let round_left = self.pace.left(total);
+        let later = |per_unit: Duration| {
+            let rounds = self.rounds_after.unwrap_or(0) as u32;
+            per_unit.saturating_mul(total as u32).saturating_mul(rounds)
         };
-        let done = state.rounds_done.saturating_sub(self.rounds_at_start) as f64;
-        let todo = rounds.saturating_sub(self.rounds_at_start) as f64;
-        match eta(elapsed, done, todo) {
-            Some(left) => format!("{round}, ETA {}", clock(left)),
-            None => round,
+        let run_left = round_left
+            .zip(self.pace.per_unit())
+            .map(|(l, p)| l + later(p));
+        let to_deadline = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        let left = match (run_left, to_deadline) {
+            (Some(run), Some(deadline)) => Some(run.min(deadline)),
+            (run, deadline) => run.or(deadline),
+        };
+        Gauge {
+            fraction: Some(finished as f64 / total as f64),
+            left,
+            figures: format!("{finished}/{total} task runs"),
         }
     }
 }
@@ -235,6 +355,11 @@ impl SearchObserver for SearchStatus {
             },
             node.verdict.reason
         ));
+        if self.seeding && !seeding(state) {
+            self.new_round(state);
+        } else {
+            self.island_done(state);
+        }
         self.refresh(state);
     }
 
@@ -284,6 +409,7 @@ impl SearchObserver for SearchStatus {
                 island.stalled_rounds
             ));
         }
+        self.new_round(state);
         self.refresh(state);
     }
 }

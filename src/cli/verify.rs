@@ -183,6 +183,14 @@ fn invalid(args: &VerifyArgs, violation: &Violation) -> Result<i32> {
     Ok(EXIT_INVALID)
 }
 
+/// An exact decimal rounded to 6 significant digits for the text report (`--json` keeps 40).
+fn short_decimal(text: &str) -> String {
+    match text.parse::<f64>() {
+        Ok(value) => format!("{value:.5e}"),
+        Err(_) => text.to_string(),
+    }
+}
+
 fn exact_text(v: &Verification) -> Option<String> {
     v.exact.as_ref().map(|q| decimal_string(q, SCORE_DIGITS))
 }
@@ -198,7 +206,7 @@ fn print_json_report(
         "n": v.n,
         "valid": true,
         "direction": problem.spec().direction,
-        "min_improvement": problem.spec().min_improvement,
+        "min_improvement": format!("{:e}", problem.spec().min_improvement),
         "score_f64": v.fast.map(|f| f.value),
         "error_bound": v.fast.map(|f| f.error_bound),
         "score_exact": exact_text(v),
@@ -239,7 +247,7 @@ fn print_text_report(
             "vs {}: {} — improvement {} (needs ≥ {:e}): {}",
             c.against,
             c.against_score,
-            c.improvement,
+            short_decimal(&c.improvement),
             c.min_improvement,
             if c.beats {
                 "BEATS it"

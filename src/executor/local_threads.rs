@@ -4,6 +4,7 @@ use super::{solve, AttemptTask, Executor};
 use crate::agent::{writer_by_name, Attempt, OptimizerWriter};
 use crate::cancel::CancelToken;
 use crate::error::Result;
+use crate::tally::Tally;
 use crate::threads::map_on_threads;
 use std::sync::Arc;
 
@@ -49,8 +50,19 @@ impl Executor for LocalThreads {
     }
 
     fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>> {
+        self.run_counted(tasks, cancel, &Tally::default())
+    }
+
+    fn run_counted(
+        &self,
+        tasks: &[AttemptTask],
+        cancel: &CancelToken,
+        finished: &Tally,
+    ) -> Result<Vec<Result<Attempt>>> {
         Ok(map_on_threads(self.jobs, tasks, |t| {
-            self.run_one(t, cancel)
+            let attempt = self.run_one(t, cancel);
+            finished.add(1);
+            attempt
         }))
     }
 }

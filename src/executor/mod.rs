@@ -23,6 +23,7 @@ use crate::harness::Harness;
 use crate::llm::AgentsConfig;
 use crate::problems;
 use crate::program::Program;
+use crate::tally::Tally;
 use num_rational::BigRational;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -69,6 +70,19 @@ pub trait Executor: Send + Sync {
     /// executor's own failure (it could not run the batch). Once `cancel` is cancelled, running
     /// attempts wind down and return their best so far.
     fn run(&self, tasks: &[AttemptTask], cancel: &CancelToken) -> Result<Vec<Result<Attempt>>>;
+
+    /// [`Executor::run`], adding each task to `finished` as it finishes (by default the whole
+    /// batch at its end; [`LocalThreads`] counts task by task).
+    fn run_counted(
+        &self,
+        tasks: &[AttemptTask],
+        cancel: &CancelToken,
+        finished: &Tally,
+    ) -> Result<Vec<Result<Attempt>>> {
+        let results = self.run(tasks, cancel);
+        finished.add(tasks.len() as u64);
+        results
+    }
 }
 
 /// Runs one task with `writer` (found by the caller from `task.writer`): parses the problem,

@@ -1,6 +1,7 @@
 //! A budget of objective evaluations and wall-clock time, shared across optimisation stages.
 
 use crate::cancel::CancelToken;
+use crate::tally::Tally;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,8 @@ pub struct Budget {
     pub max_evaluations: Option<u64>,
     /// Once cancelled, the budget refuses every evaluation (so running stages wind down).
     pub cancel: CancelToken,
+    /// Every evaluation spent under this budget and its shares, for a live display.
+    pub tally: Tally,
     used: Cell<u64>,
 }
 
@@ -80,6 +83,13 @@ impl Budget {
     #[must_use]
     pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// This budget counting its evaluations (and its shares') in `tally` too.
+    #[must_use]
+    pub fn with_tally(mut self, tally: Tally) -> Self {
+        self.tally = tally;
         self
     }
 
@@ -136,6 +146,7 @@ impl Budget {
             Some(why) => Err(why),
             None => {
                 self.used.set(self.used.get() + 1);
+                self.tally.add(1);
                 Ok(())
             }
         }
@@ -168,6 +179,7 @@ impl Budget {
             },
             max_evaluations,
             cancel: self.cancel.clone(),
+            tally: self.tally.clone(),
             used: Cell::new(0),
         }
     }

@@ -19,6 +19,7 @@ use crate::optimize::{Budget, Exhaustion};
 use crate::problems::{Direction, Problem};
 use crate::program::{Action, KeepBest, Program, Repeat, Restarts, Step, UntilStall};
 use crate::stages::{Stage, StageOutcome};
+use crate::tally::Tally;
 use crate::threads::map_on_threads;
 use num_rational::BigRational;
 use std::time::Instant;
@@ -37,12 +38,14 @@ pub struct RunSettings {
     pub jobs: usize,
     /// Cancelling it stops the run early (the best so far is still verified and returned).
     pub cancel: CancelToken,
+    /// Counts every objective evaluation as it is spent (for a live display).
+    pub spent: Tally,
 }
 
 /// Hooks for watching a run (a progress bar, a log); every method has an empty default.
 pub trait Observer {
-    /// A stage begins.
-    fn stage_started(&mut self, _path: &str, _kind: &str) {}
+    /// A stage begins on a construction of `n` values.
+    fn stage_started(&mut self, _path: &str, _kind: &str, _n: usize) {}
     /// A stage ended.
     fn stage_finished(&mut self, _record: &StageRecord) {}
     /// The best score improved; `best` is the new best construction (valid by the problem's
@@ -125,7 +128,9 @@ pub fn run_program_scored(
 ) -> Result<RunOutcome> {
     problem.check(start).map_err(MiloError::Invalid)?;
     let started = Instant::now();
-    let mut budget = Budget::unlimited().with_cancel(settings.cancel.clone());
+    let mut budget = Budget::unlimited()
+        .with_cancel(settings.cancel.clone())
+        .with_tally(settings.spent.clone());
     if let Some(s) = settings.seconds {
         // Callers check budgets (see `check_seconds`); NaN or a negative value means no time.
         let limit =
@@ -363,11 +368,14 @@ impl<'a> Runner<'a> {
         }
         let per_run_evaluations = budget.remaining_evaluations().map(|r| r / count as u64);
         let deadline = budget.deadline;
+        let tally = budget.tally.clone();
         let problem = self.problem;
         let settings = self.settings.clone();
         let started = self.started;
         let run_one = |r: usize| {
-            let mut sub_budget = Budget::unlimited().with_cancel(settings.cancel.clone());
+            let mut sub_budget = Budget::unlimited()
+                .with_cancel(settings.cancel.clone())
+                .with_tally(tally.clone());
             if let Some(d) = deadline {
                 sub_budget = sub_budget.with_deadline(d);
             }
@@ -420,7 +428,7 @@ impl<'a> Runner<'a> {
         seed: u64,
     ) -> Vec<f64> {
         let kind = stage.kind();
-        self.observer.stage_started(path, kind);
+        self.observer.stage_started(path, kind, current.len());
         let score_before = self.score(&current);
         let (wall, cpu) = (Instant::now(), trace::cpu_seconds());
         let StageOutcome {
@@ -522,6 +530,7 @@ mod tests {
             evaluations: Some(100),
             jobs: 1,
             cancel: CancelToken::new(),
+            spent: Tally::default(),
         };
         let outcome =
             run_program(problem.as_ref(), &start, &program, &settings, &mut Silent).unwrap();
@@ -574,6 +583,7 @@ mod tests {
             evaluations: Some(evaluations),
             jobs: 1,
             cancel: CancelToken::new(),
+            spent: Tally::default(),
         }
     }
 

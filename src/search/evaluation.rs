@@ -20,6 +20,7 @@ use crate::problems::Problem;
 use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::suite::{Split, Task};
+use crate::tally::TaskTally;
 use num_rational::BigRational;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -59,6 +60,22 @@ impl CostMeasure {
             CostMeasure::Measured => "CPU s",
             CostMeasure::Counted => "M cell-evaluations",
             CostMeasure::Tokens => "tokens",
+        }
+    }
+
+    /// What cost and latency mean in this measure, in plain words.
+    pub fn description(self) -> &'static str {
+        match self {
+            CostMeasure::Measured => {
+                "cost is CPU seconds summed over the tasks, latency the evaluation's wall seconds"
+            }
+            CostMeasure::Counted => {
+                "cost is millions of cell-evaluations (evaluations × length) summed over the \
+                 tasks, latency the largest task's"
+            }
+            CostMeasure::Tokens => {
+                "cost is language-model tokens summed over the tasks, latency the largest task's"
+            }
         }
     }
 
@@ -110,6 +127,8 @@ pub struct EvaluationSettings<'a> {
     pub library: &'a [Program],
     /// The run's agents file, for a writer that asks language models.
     pub agents: Option<&'a AgentsConfig>,
+    /// Counts the task runs handed to the executor and finished, for a live display.
+    pub tally: Option<&'a TaskTally>,
 }
 
 /// One task's result under a harness.
@@ -261,7 +280,13 @@ pub fn evaluate(
             }
         })
         .collect();
-    let attempts = executor.run(&descriptions, cancel);
+    let attempts = match settings.tally {
+        Some(tally) => {
+            tally.planned.add(descriptions.len() as u64);
+            executor.run_counted(&descriptions, cancel, &tally.finished)
+        }
+        None => executor.run(&descriptions, cancel),
+    };
     if cancel.is_cancelled() {
         return Ok(Outcome::Cancelled);
     }

@@ -38,6 +38,7 @@ use crate::optimize::budget::check_seconds;
 use crate::problems::{by_slug, Problem};
 use crate::program::Program;
 use crate::runner::RunSettings;
+use crate::tally::Tally;
 use crate::verify::{verify, Mode, Options};
 use num_rational::BigRational;
 use rayon::prelude::*;
@@ -250,6 +251,7 @@ impl Task {
             evaluations: self.budget.evaluations,
             jobs: 1,
             cancel,
+            spent: Tally::default(),
         }
     }
 }

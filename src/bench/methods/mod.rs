@@ -120,6 +120,7 @@ impl RunContext<'_> {
             cost: self.cost,
             library,
             agents: None,
+            tally: None,
         };
         match evaluate(
             self.executor.as_ref(),

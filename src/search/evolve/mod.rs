@@ -48,6 +48,7 @@ use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
 use crate::harness::Harness;
 use crate::suite::{Start, Suite, Task};
+use crate::tally::TaskTally;
 use num_rational::BigRational;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -103,6 +104,8 @@ pub struct Search {
     starts: HashMap<String, Arc<Start>>,
     /// The tasks of the round last asked for.
     round_tasks: Option<(usize, Vec<Task>)>,
+    /// The task runs handed to the executor and finished by this process.
+    tally: TaskTally,
 }
 
 impl Search {
@@ -199,6 +202,7 @@ impl Search {
             harnesses,
             parts,
             cancel,
+            tally: TaskTally::default(),
             started: Instant::now(),
             best,
             slots,
@@ -221,6 +225,11 @@ impl Search {
     /// The run directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The live count of the task runs this process handed to the executor and finished.
+    pub fn task_tally(&self) -> TaskTally {
+        self.tally.clone()
     }
 
     /// The run's settings.

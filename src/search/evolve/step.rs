@@ -115,6 +115,7 @@ impl Search {
             cost: config.cost,
             library: &library,
             agents: config.agents.as_ref(),
+            tally: Some(&self.tally),
         };
         let outcome = evaluate(
             self.parts.executor.as_ref(),
