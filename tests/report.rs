@@ -117,7 +117,9 @@ fn a_run_report_has_its_figures_and_the_numbers_of_its_lineage() {
         .and_then(|rest| rest.split("</tr>").next())
         .expect("a best score row");
     assert!(
-        row.starts_with(&format!("<td title=\"{best}\" data-sort=\"{best}\">")),
+        row.starts_with(&format!(
+            "<td class=\"num\" title=\"{best}\" data-sort=\"{best}\">"
+        )),
         "{row}"
     );
     assert_close(cell_text(row), best.parse().unwrap(), 10);
@@ -305,7 +307,7 @@ fn a_bench_report_has_its_figure_and_the_tables_of_its_results() {
         ];
         for (cell, (value, digits)) in cells.iter().zip(numbers) {
             assert!(
-                cell.starts_with(&format!("<td title=\"{value}\"")),
+                cell.starts_with(&format!("<td class=\"num\" title=\"{value}\"")),
                 "{cell} has not the title {value}"
             );
             assert_close(&cell[cell.find('>').unwrap() + 1..], value, digits);

@@ -2,7 +2,9 @@
 //! per-lag quantity whose maximum the score takes (f∗f, or the Erdős correlation), each with its
 //! maximum marked.
 
-use super::plot::{axes, colour, envelope, legend, padded, steps, Drawn, Figure, FONT};
+use super::plot::{
+    axes, colour, envelope, legend_below, padded, steps, y_label_area, Drawn, Figure, Mark, FONT,
+};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -53,22 +55,31 @@ impl Curve {
 }
 
 impl Figure for Profiles {
+    fn size(&self) -> (u32, u32) {
+        (960, 500)
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
         let y_range = padded(self.curves.iter().flat_map(|c| c.values.iter().copied()));
-        let mut chart = ChartBuilder::on(root)
+        let style = |k: usize| colour(k).stroke_width(if k == 0 { 2 } else { 1 });
+        // The legend goes under the chart, where it cannot cover a curve.
+        let entries: Vec<(&str, Mark)> = self
+            .curves
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (c.label.as_str(), Mark::Line(style(k))))
+            .collect();
+        let area = legend_below(root, &entries)?;
+        let mut chart = ChartBuilder::on(&area)
             .caption(&self.title, (FONT, 20))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(90)
+            .y_label_area_size(y_label_area(&y_range))
             .build_cartesian_2d(0.0..self.width, y_range)?;
         axes(&mut chart, "x", self.y_desc.as_str())?;
         // The first curve is drawn last, on top.
         for (k, curve) in self.curves.iter().enumerate().rev() {
-            let style = colour(k).stroke_width(if k == 0 { 2 } else { 1 });
-            chart
-                .draw_series(LineSeries::new(curve.points(self.width), style))?
-                .label(curve.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            chart.draw_series(LineSeries::new(curve.points(self.width), style(k)))?;
             if self.mark_max && !curve.values.is_empty() {
                 let (x, y) = curve.max(self.width);
                 chart.draw_series([EmptyElement::at((x, y))
@@ -80,6 +91,6 @@ impl Figure for Profiles {
                     )])?;
             }
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight)
+        Ok(())
     }
 }

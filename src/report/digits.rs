@@ -18,14 +18,36 @@ pub fn score(x: f64) -> String {
 /// An axis tick: [`score`]'s digits without trailing zeros (`2.92`, not `2.9200000000000017`
 /// or `2.920000000`).
 pub fn tick(x: f64) -> String {
-    let text = score(x);
+    trim_zeros(&score(x))
+}
+
+/// A tick of an axis spanning `span`: `x` snapped to 0 when it is floating-point residue
+/// (within a billionth of the span, as `-3.9e-17` is), else with the significant digits that
+/// resolve a thousandth of the span (at most [`SCORE_DIGITS`]) and no trailing zeros
+/// (`0.3`, not `0.30000000000000004`; `1.5699` on a span of 0.4).
+pub fn axis_tick(x: f64, span: f64) -> String {
+    if !(span.is_finite() && span > 0.0 && x.is_finite()) {
+        return tick(x);
+    }
+    if x.abs() <= span * 1e-9 {
+        return "0".into();
+    }
+    let magnitude = x.abs().log10().floor();
+    let resolution = (span * 1e-3).log10().floor();
+    let digits = (magnitude - resolution + 1.0).clamp(1.0, SCORE_DIGITS as f64) as usize;
+    trim_zeros(&significant(x, digits))
+}
+
+/// A number's text without trailing zeros after its point (`2.920` → `2.92`, `1.50e-9` →
+/// `1.5e-9`).
+fn trim_zeros(text: &str) -> String {
     match text.split_once('e') {
         None if text.contains('.') => text.trim_end_matches('0').trim_end_matches('.').into(),
         Some((mantissa, exponent)) if mantissa.contains('.') => {
             let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
             format!("{mantissa}e{exponent}")
         }
-        _ => text,
+        _ => text.to_string(),
     }
 }
 
@@ -120,6 +142,20 @@ mod tests {
         assert_eq!(tick(0.0), "0");
         assert_eq!(tick(1.5e-9), "1.5e-9");
         assert_eq!(tick(-0.25), "-0.25");
+    }
+
+    #[test]
+    fn axis_ticks_snap_residue_to_zero_and_keep_the_digits_the_span_needs() {
+        assert_eq!(axis_tick(-3.87778781e-17, 2.5), "0");
+        assert_eq!(axis_tick(0.30000000000000004, 2.5), "0.3");
+        assert_eq!(axis_tick(1.5699, 0.4), "1.5699");
+        assert_eq!(axis_tick(1.56990000001, 0.4), "1.5699");
+        assert_eq!(axis_tick(-0.25, 1.0), "-0.25");
+        assert_eq!(axis_tick(1200.0, 3000.0), "1200");
+        assert_eq!(axis_tick(2.5e-7, 1e-6), "2.5e-7");
+        // A tiny but real value on a tiny span stays.
+        assert_eq!(axis_tick(1e-17, 1e-16), "1e-17");
+        assert_eq!(axis_tick(0.5, f64::NAN), "0.5");
     }
 
     #[test]

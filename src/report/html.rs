@@ -17,7 +17,7 @@ const STYLE: &str = include_str!("assets/report.css");
 const SCRIPT: &str = include_str!("assets/report.js");
 
 /// A table cell: the text shown and, for a rounded number, the full value (shown on hover and
-/// used to sort).
+/// on a click, and used to sort).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
     text: String,
@@ -70,7 +70,7 @@ impl Cell {
                 let full = escape(full);
                 let _ = write!(
                     out,
-                    "<td title=\"{full}\" data-sort=\"{full}\">{}</td>",
+                    "<td class=\"num\" title=\"{full}\" data-sort=\"{full}\">{}</td>",
                     escape(&self.text)
                 );
             }
@@ -314,11 +314,11 @@ mod tests {
         let html = page.render();
         assert!(
             html.contains(
-                "<td title=\"2.9200000000000017\" data-sort=\"2.9200000000000017\">2.920000000</td>"
+                "<td class=\"num\" title=\"2.9200000000000017\" data-sort=\"2.9200000000000017\">2.920000000</td>"
             ),
             "{html}"
         );
-        assert!(html.contains("<td title=\"4\" data-sort=\"4\">4.00</td>"));
+        assert!(html.contains("<td class=\"num\" title=\"4\" data-sort=\"4\">4.00</td>"));
         assert!(html.contains("<td>—</td>"));
         assert!(html.contains("<table class=\"sortable\">"));
     }

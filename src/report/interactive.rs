@@ -1,7 +1,7 @@
 //! The data the page's script (`assets/report.js`) draws from, embedded in the page as JSON:
 //! for a run, every node (its lane and round, parents and grafts, verdict and reason, harness
 //! diff, the evidence its mutator read, per-task gains beside its parent's, the programs it
-//! ran, the language models' tokens), the orchestrator's moves, an LLM orchestrator's consultations
+//! ran with a unified diff of each against its parent's, the language models' tokens), the orchestrator's moves, an LLM orchestrator's consultations
 //! (tokens, refused proposals), the failures and the best so far after each node as its gap
 //! to the arena's #1; for a benchmark, every run's best-so-far curve. Numbers come with their
 //! text in the report's digits ([`super::digits`]).
@@ -11,8 +11,10 @@ use super::progress::{best_so_far, node_best};
 use crate::bench::results::BenchResults;
 use crate::exact::rational::{decimal_of_f64, decimal_string, parse_decimal, to_f64};
 use crate::problems::spec::{Direction, KnownRecord};
+use crate::search::archive::best_programs;
 use crate::search::evaluation::Evaluation;
 use crate::search::lineage::{Move, NodeRecord, RunConfig};
+use crate::search::round_tasks::{slot_of, slots};
 use crate::search::state::SearchState;
 use crate::suite::Suite;
 use num_rational::BigRational;
@@ -93,10 +95,88 @@ pub struct TaskRow {
     pub end: String,
     /// The end score as recorded.
     pub end_exact: String,
-    /// The programs the best attempt ran, one line each.
+    /// The programs the best attempt ran, one line each (a run without edits says what it ran).
     pub edits: Vec<String>,
     /// The program behind the best construction: an index into [`RunData::programs`].
     pub program: Option<usize>,
+    /// That program as a unified diff against its parent's (see [`ProgramBase`]); a seed's
+    /// is the whole program, added. Absent without an improving program.
+    pub program_diff: Option<String>,
+}
+
+/// The program a node's task program is diffed against: its parent's on the same task.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ProgramBase<'a> {
+    /// A seed: no parent, the whole program is new.
+    Seed,
+    /// The parent's program on the task: the best program of the parent's re-run on it when
+    /// that improved, else the program the task started from (the archive's best for its slot
+    /// from the rounds before, or the suite's), which is what a re-run that found nothing
+    /// better leaves.
+    Parent {
+        /// The parent's id.
+        id: &'a str,
+        /// The parent's re-run's best program on the task, when it improved.
+        rerun: Option<&'a str>,
+        /// The program the task started from, when known.
+        started: Option<&'a str>,
+    },
+}
+
+/// A unified diff (3 lines of context) of `program` against its `base`; empty when they are
+/// equal.
+pub fn program_diff(base: ProgramBase<'_>, program: &str, node: &str) -> String {
+    let (old, label) = match base {
+        ProgramBase::Seed => ("", "(none: a seed has no parent)".to_string()),
+        ProgramBase::Parent {
+            id, rerun: Some(p), ..
+        } => (p, format!("{id} (its parent's program on this task)")),
+        ProgramBase::Parent {
+            id,
+            rerun: None,
+            started: Some(p),
+        } => (
+            p,
+            format!("{id} (its parent's program on this task: the one the task started from)"),
+        ),
+        ProgramBase::Parent {
+            id,
+            rerun: None,
+            started: None,
+        } => (
+            "",
+            format!("{id} (its parent's program on this task is unknown)"),
+        ),
+    };
+    similar::TextDiff::from_lines(old, program)
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &label,
+            &format!("{node} (the program behind its best construction)"),
+        )
+        .to_string()
+}
+
+/// An edit line of a task result (`Role: edit; edit`), a run without edits saying what it ran
+/// instead of an empty bullet.
+fn edit_line(line: &str) -> String {
+    let Some((role, rest)) = line.split_once(':') else {
+        return line.to_string();
+    };
+    let rest = rest.trim_start();
+    if !rest.is_empty() && !rest.starts_with("(failed") {
+        return line.to_string();
+    }
+    let what = match role {
+        "Minimal" => "the parent program as it is, no edit",
+        "Reserve" => "the best program again, from the best construction, no edit",
+        _ => "no edit",
+    };
+    match rest.is_empty() {
+        true => format!("{role}: {what}"),
+        false => format!("{role}: {what} {rest}"),
+    }
 }
 
 /// One node as the page shows it.
@@ -286,29 +366,52 @@ fn score(exact: &str, arena: Option<f64>, direction: Direction) -> Option<Score>
     })
 }
 
-/// The task rows of an evaluation, with the parent's gains beside them by task id.
+/// The programs the tasks of a node's round started from, by slot (the archive's best from the
+/// rounds before, else the suite's).
+type StartedPrograms = HashMap<String, String>;
+
+/// The task rows of an evaluation, with the parent's gains beside them by task id and each
+/// program diffed against its parent's (`parent_id` absent for a seed).
 fn task_rows(
     evaluation: &Evaluation,
     parent: Option<&Evaluation>,
+    parent_id: Option<&str>,
+    node: &str,
+    started: &StartedPrograms,
     programs: &mut Programs,
 ) -> Vec<TaskRow> {
-    let parent_gains: HashMap<&str, f64> = parent
-        .map(|p| p.tasks.iter().map(|t| (t.task.as_str(), t.gain)).collect())
+    let parent_tasks: HashMap<&str, &crate::search::evaluation::TaskResult> = parent
+        .map(|p| p.tasks.iter().map(|t| (t.task.as_str(), t)).collect())
         .unwrap_or_default();
     evaluation
         .tasks
         .iter()
-        .map(|t| TaskRow {
-            task: t.task.clone(),
-            split: t.split.as_str(),
-            gain: t.gain,
-            gain_text: digits::measure(t.gain),
-            parent_gain: parent_gains.get(t.task.as_str()).copied(),
-            start: digits::exact_score(&t.start_exact),
-            end: digits::exact_score(&t.end_exact),
-            end_exact: t.end_exact.clone(),
-            edits: t.edits.clone(),
-            program: t.best_program.as_deref().map(|p| programs.intern(p)),
+        .map(|t| {
+            let parent_task = parent_tasks.get(t.task.as_str());
+            let base = match parent_id {
+                None => ProgramBase::Seed,
+                Some(id) => ProgramBase::Parent {
+                    id,
+                    rerun: parent_task.and_then(|p| p.best_program.as_deref()),
+                    started: started.get(slot_of(&t.task)).map(String::as_str),
+                },
+            };
+            TaskRow {
+                task: t.task.clone(),
+                split: t.split.as_str(),
+                gain: t.gain,
+                gain_text: digits::measure(t.gain),
+                parent_gain: parent_task.map(|p| p.gain),
+                start: digits::exact_score(&t.start_exact),
+                end: digits::exact_score(&t.end_exact),
+                end_exact: t.end_exact.clone(),
+                edits: t.edits.iter().map(|e| edit_line(e)).collect(),
+                program: t.best_program.as_deref().map(|p| programs.intern(p)),
+                program_diff: t
+                    .best_program
+                    .as_deref()
+                    .map(|p| program_diff(base, p, node)),
+            }
         })
         .collect()
 }
@@ -319,6 +422,7 @@ fn node_view(
     arena: Option<f64>,
     direction: Direction,
     first_at: Option<f64>,
+    started: [&StartedPrograms; 2],
     programs: &mut Programs,
 ) -> NodeView {
     let parents = node
@@ -332,9 +436,19 @@ fn node_view(
         .collect();
     let best = node_best(node, direction);
     let f = node.evaluation.fitness;
-    let mut tasks = task_rows(&node.evaluation, node.parent_evaluation.as_ref(), programs);
+    let parent = node.parents.first().map(String::as_str);
+    let mut tasks = task_rows(
+        &node.evaluation,
+        node.parent_evaluation.as_ref(),
+        parent,
+        &node.id,
+        started[0],
+        programs,
+    );
     if let Some(validation) = &node.validation {
-        tasks.extend(task_rows(validation, None, programs));
+        tasks.extend(task_rows(
+            validation, None, parent, &node.id, started[1], programs,
+        ));
     }
     NodeView {
         id: node.id.clone(),
@@ -384,6 +498,24 @@ fn move_view(event: &crate::search::lineage::EventRecord) -> MoveView {
     }
 }
 
+/// The programs the tasks of `round` started from, by slot: the archive's best from the rounds
+/// before, else the suite's program of the slot.
+fn started_programs(state: &SearchState, suite: &Suite, round: usize) -> StartedPrograms {
+    let mut started = suite_programs(suite.search_tasks());
+    for (slot, entry) in best_programs(state, suite.problem.as_ref(), round) {
+        started.insert(slot, entry.program);
+    }
+    started
+}
+
+/// The suite's program of each slot of `tasks` (validation tasks always start from it).
+fn suite_programs<'a>(tasks: impl Iterator<Item = &'a crate::suite::Task>) -> StartedPrograms {
+    slots(tasks)
+        .into_iter()
+        .map(|slot| (slot.id, slot.template.program.to_toml()))
+        .collect()
+}
+
 /// The data of a replayed run on `suite`.
 pub fn run_data(state: &SearchState, suite: &Suite, config: &RunConfig) -> RunData {
     let spec = suite.problem.spec();
@@ -391,10 +523,18 @@ pub fn run_data(state: &SearchState, suite: &Suite, config: &RunConfig) -> RunDa
     let arena = spec.arena_first().map(|r| r.value);
     let first_at = state.nodes.first().and_then(|n| n.at);
     let mut programs = Programs::default();
+    let mut started: HashMap<usize, StartedPrograms> = HashMap::new();
+    let validation = suite_programs(suite.validation_tasks());
     let nodes = state
         .nodes
         .iter()
-        .map(|n| node_view(n, state, arena, direction, first_at, &mut programs))
+        .map(|n| {
+            let started = started
+                .entry(n.round)
+                .or_insert_with(|| started_programs(state, suite, n.round));
+            let started = [&*started, &validation];
+            node_view(n, state, arena, direction, first_at, started, &mut programs)
+        })
         .collect();
     let islands = state
         .islands
@@ -750,6 +890,7 @@ mod tests {
                     Some(1.25),
                     Direction::Minimize,
                     Some(1000.0),
+                    [&HashMap::new(), &HashMap::new()],
                     &mut programs,
                 )
             })
@@ -787,6 +928,78 @@ mod tests {
         assert!(child.edit.contains("+n0002"));
         assert_eq!(child.reason, "reason n0002");
         assert!(!child.admitted && views[0].admitted);
+    }
+
+    #[test]
+    fn programs_are_diffed_against_the_parents_and_a_seeds_is_whole() {
+        let state = state();
+        let mut programs = Programs::default();
+        let started = HashMap::from([("t0".to_string(), "name = \"s\"\n".to_string())]);
+        let view = |k: usize, programs: &mut Programs| {
+            node_view(
+                &state.nodes[k],
+                &state,
+                None,
+                Direction::Minimize,
+                None,
+                [&started, &HashMap::new()],
+                programs,
+            )
+        };
+        // The seed's program is all new.
+        let seed = view(0, &mut programs);
+        let diff = seed.tasks[0].program_diff.as_deref().unwrap();
+        assert!(
+            diff.starts_with("--- (none: a seed has no parent)\n+++ n0000"),
+            "{diff}"
+        );
+        assert!(diff.ends_with("@@ -0,0 +1 @@\n+name = \"p\"\n"), "{diff}");
+        // The child against its parent's re-run on the same task (matched by id).
+        let child = view(2, &mut programs);
+        let diff = child.tasks[0].program_diff.as_deref().unwrap();
+        assert!(
+            diff.starts_with("--- n0000 (its parent's program"),
+            "{diff}"
+        );
+        assert!(diff.contains("\n-name = \"q\"\n+name = \"p\"\n"), "{diff}");
+        // No improving program, no diff.
+        assert_eq!(child.tasks[1].program_diff, None);
+        // Without the parent's re-run: against the program the task started from.
+        let rows = task_rows(
+            &state.nodes[2].evaluation,
+            None,
+            Some("n0000"),
+            "n0002",
+            &started,
+            &mut programs,
+        );
+        let diff = rows[0].program_diff.as_deref().unwrap();
+        assert!(diff.contains("the one the task started from"), "{diff}");
+        assert!(diff.contains("\n-name = \"s\"\n+name = \"p\"\n"), "{diff}");
+        // Equal programs: an empty diff.
+        let same = ProgramBase::Parent {
+            id: "n0000",
+            rerun: Some("a = 1\n"),
+            started: None,
+        };
+        assert_eq!(program_diff(same, "a = 1\n", "n0002"), "");
+    }
+
+    #[test]
+    fn edit_lines_without_edits_say_what_ran() {
+        assert_eq!(
+            edit_line("Minimal: "),
+            "Minimal: the parent program as it is, no edit"
+        );
+        assert_eq!(
+            edit_line("Reserve: "),
+            "Reserve: the best program again, from the best construction, no edit"
+        );
+        assert_eq!(
+            edit_line("Revision:  (failed: no answer)"),
+            "Revision: no edit (failed: no answer)"
+        );
+        assert_eq!(edit_line("Revision: tune beta"), "Revision: tune beta");
     }
 
     #[test]

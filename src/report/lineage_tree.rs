@@ -2,9 +2,9 @@
 //! rejected ones hollow circles with a cross; an edge joins each parent to its child, graft edges
 //! (a co-parent on another island) are orange arrows; orchestrator moves are dashed vertical
 //! lines after their round, labelled with the move's kind. Each node's id is written beside it
-//! (up to [`MAX_LABELLED_NODES`]).
+//! (up to [`MAX_LABELLED_NODES`]). The legend sits under the chart: every lane holds an island.
 
-use super::plot::{legend, Drawn, Figure, FONT};
+use super::plot::{legend_below, Drawn, Figure, Mark, FONT};
 use crate::search::state::SearchState;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -12,8 +12,6 @@ use std::collections::HashMap;
 
 /// Vertical offset between nodes of one island in one round (a resumed or speciated lane).
 const SPREAD: f64 = 0.18;
-/// Height of the band below island 0 that holds the legend.
-const LEGEND_BAND: f64 = 1.0;
 /// Most nodes whose ids are written beside them (beyond, the labels would overlap; the
 /// interactive page names every node).
 const MAX_LABELLED_NODES: usize = 200;
@@ -99,24 +97,39 @@ impl LineageTree {
 
 impl Figure for LineageTree {
     fn size(&self) -> (u32, u32) {
-        (1000, 260 + 110 * self.islands as u32)
+        (1000, 200 + 110 * self.islands as u32)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+        let edge = BLACK.mix(0.45);
+        let mut entries = vec![
+            ("admitted", Mark::Dot(ADMITTED)),
+            ("rejected", Mark::Crossed(REJECTED)),
+            ("parent → child", Mark::Line(edge.into())),
+            (
+                "graft (co-parent from another island)",
+                Mark::Line(GRAFT.stroke_width(2)),
+            ),
+        ];
+        if !self.moves.is_empty() {
+            entries.push(("orchestrator move", Mark::Dashed(MOVE)));
+        }
+        let area = legend_below(root, &entries)?;
         let top = self.islands as f64 - 0.35;
-        let mut chart = ChartBuilder::on(root)
+        let bottom = -0.5;
+        let mut chart = ChartBuilder::on(&area)
             .caption("Lineage tree by island and round", (FONT, 20))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(80)
-            .build_cartesian_2d(-0.5..self.rounds as f64 + 0.9, -0.5 - LEGEND_BAND..top)?;
+            .build_cartesian_2d(-0.5..self.rounds as f64 + 0.9, bottom..top)?;
         chart
             .configure_mesh()
             .disable_mesh()
             .x_desc("round")
             .x_labels(self.rounds.min(20) + 2)
             .x_label_formatter(&|x| whole(*x).map_or_else(String::new, |r| r.to_string()))
-            .y_labels(self.islands + 2)
+            .y_labels(self.islands + 1)
             .y_label_formatter(&|y| match whole(*y) {
                 Some(i) if i >= 0 => format!("island {i}"),
                 _ => String::new(),
@@ -128,49 +141,36 @@ impl Figure for LineageTree {
             self.edges
                 .iter()
                 .filter(|e| !e.graft)
-                .map(|e| PathElement::new(arc(e.from, e.to), BLACK.mix(0.45))),
+                .map(|e| PathElement::new(arc(e.from, e.to), edge)),
         )?;
-        chart
-            .draw_series(
-                self.edges
-                    .iter()
-                    .filter(|e| e.graft)
-                    .map(|e| PathElement::new(vec![e.from, e.to], GRAFT.stroke_width(2))),
-            )?
-            .label("graft (co-parent from another island)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], GRAFT.stroke_width(2)));
+        chart.draw_series(
+            self.edges
+                .iter()
+                .filter(|e| e.graft)
+                .map(|e| PathElement::new(vec![e.from, e.to], GRAFT.stroke_width(2))),
+        )?;
         for e in self.edges.iter().filter(|e| e.graft) {
-            root.draw(&arrowhead(
+            area.draw(&arrowhead(
                 chart.backend_coord(&e.from),
                 chart.backend_coord(&e.to),
             ))?;
         }
-        chart
-            .draw_series(
-                self.nodes
-                    .iter()
-                    .filter(|n| n.2)
-                    .map(|&(x, y, _)| Circle::new((x, y), 6, ADMITTED.filled())),
-            )?
-            .label("admitted")
-            .legend(|p| Circle::new(p, 5, ADMITTED.filled()));
-        chart
-            .draw_series(self.nodes.iter().filter(|n| !n.2).map(|&(x, y, _)| {
-                EmptyElement::at((x, y))
-                    + Circle::new((0, 0), 6, WHITE.filled())
-                    + Circle::new((0, 0), 6, REJECTED.stroke_width(2))
-                    + Cross::new((0, 0), 4, REJECTED.stroke_width(2))
-            }))?
-            .label("rejected")
-            .legend(|p| {
-                EmptyElement::at(p)
-                    + Circle::new((0, 0), 5, REJECTED.stroke_width(2))
-                    + Cross::new((0, 0), 3, REJECTED.stroke_width(2))
-            });
+        chart.draw_series(
+            self.nodes
+                .iter()
+                .filter(|n| n.2)
+                .map(|&(x, y, _)| Circle::new((x, y), 6, ADMITTED.filled())),
+        )?;
+        chart.draw_series(self.nodes.iter().filter(|n| !n.2).map(|&(x, y, _)| {
+            EmptyElement::at((x, y))
+                + Circle::new((0, 0), 6, WHITE.filled())
+                + Circle::new((0, 0), 6, REJECTED.stroke_width(2))
+                + Cross::new((0, 0), 4, REJECTED.stroke_width(2))
+        }))?;
         if self.nodes.len() <= MAX_LABELLED_NODES {
             for (&(x, y, _), id) in self.nodes.iter().zip(&self.ids) {
                 let (px, py) = chart.backend_coord(&(x, y));
-                root.draw(&Text::new(
+                area.draw(&Text::new(
                     id.as_str(),
                     (px + 7, py - 16),
                     (FONT, 10).into_font().color(&BLACK.mix(0.75)),
@@ -178,29 +178,24 @@ impl Figure for LineageTree {
             }
         }
         let mut stacked: HashMap<usize, i32> = HashMap::new();
-        for (k, &(round, kind)) in self.moves.iter().enumerate() {
+        for &(round, kind) in &self.moves {
             let x = round as f64 + 0.5;
-            let series = chart.draw_series(DashedLineSeries::new(
-                vec![(x, -0.5 - LEGEND_BAND), (x, top)],
+            chart.draw_series(DashedLineSeries::new(
+                vec![(x, bottom), (x, top)],
                 6,
                 4,
                 MOVE.stroke_width(1),
             ))?;
-            if k == 0 {
-                series
-                    .label("orchestrator move")
-                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], MOVE));
-            }
             let line = stacked.entry(round).or_default();
             let (px, py) = chart.backend_coord(&(x, top));
-            root.draw(&Text::new(
+            area.draw(&Text::new(
                 kind,
                 (px + 3, py + 2 + 14 * *line),
                 (FONT, 12).into_font().color(&MOVE),
             ))?;
             *line += 1;
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight)
+        Ok(())
     }
 }
 

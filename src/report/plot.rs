@@ -112,11 +112,12 @@ impl ScoreAxis {
         }
     }
 
-    /// The tick label at `y`: a score to 10 significant digits, or a power of ten of the gap
-    /// (blank between decades, "ties or beats" in the band under the #1).
-    pub fn tick(&self, y: f64) -> String {
+    /// The tick label at `y` on an axis spanning `span`: a score with the digits the span
+    /// needs ([`digits::axis_tick`]), or a power of ten of the gap (blank between decades,
+    /// "ties or beats" in the band under the #1).
+    pub fn tick(&self, y: f64, span: f64) -> String {
         match *self {
-            ScoreAxis::Score => digits::tick(y),
+            ScoreAxis::Score => digits::axis_tick(y, span),
             ScoreAxis::Gap { beaten, .. } if y < beaten + 0.5 => match (y - beaten).abs() < 1e-9 {
                 true => "ties/beats".into(),
                 false => String::new(),
@@ -136,13 +137,15 @@ impl ScoreAxis {
         x_desc: &str,
         x_range: &Range<f64>,
     ) -> Drawn<DB> {
-        let tick = |y: &f64| self.tick(*y);
+        let (x_span, y_span) = spans(chart);
+        let tick = |y: &f64| self.tick(*y, y_span);
+        let x_tick = |x: &f64| digits::axis_tick(*x, x_span);
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(x_desc)
             .y_desc(self.desc())
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 14))
-            .x_label_formatter(&|x| digits::tick(*x))
+            .x_label_formatter(&x_tick)
             .y_label_formatter(&tick);
         mesh.draw()?;
         if let ScoreAxis::Gap { first, beaten, .. } = *self {
@@ -164,18 +167,37 @@ impl ScoreAxis {
     }
 }
 
+/// The widths of a chart's x and y ranges.
+fn spans<DB: DrawingBackend>(chart: &Chart<'_, DB>) -> (f64, f64) {
+    let (x, y) = (chart.x_range(), chart.y_range());
+    (x.end - x.start, y.end - y.start)
+}
+
+/// Pixels of the y label area that fit the tick labels of `range` ([`digits::axis_tick`],
+/// 13 px text) beside the axis description.
+pub fn y_label_area(range: &Range<f64>) -> u32 {
+    let span = range.end - range.start;
+    let widest = (0..=10)
+        .map(|k| range.start + span * k as f64 / 10.0)
+        .map(|y| digits::axis_tick(y, span).chars().count())
+        .max()
+        .unwrap_or(1);
+    48 + 8 * widest as u32
+}
+
 /// Draws the grid and the axes with their labels, in the figures' font.
 pub fn axes<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     x_desc: &str,
     y_desc: &str,
 ) -> Drawn<DB> {
+    let (x_span, y_span) = spans(chart);
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
-        .x_label_formatter(&|x| digits::tick(*x))
-        .y_label_formatter(&|y| digits::tick(*y))
+        .x_label_formatter(&|x| digits::axis_tick(*x, x_span))
+        .y_label_formatter(&|y| digits::axis_tick(*y, y_span))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
         .draw()
@@ -193,6 +215,92 @@ pub fn legend<'a, DB: DrawingBackend + 'a>(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .draw()
+}
+
+/// What a legend entry drawn outside a chart shows before its label.
+#[derive(Clone, Copy, Debug)]
+pub enum Mark {
+    /// A line in this style.
+    Line(ShapeStyle),
+    /// A dashed line in this colour.
+    Dashed(RGBColor),
+    /// A filled dot.
+    Dot(RGBColor),
+    /// A hollow dot with a cross (a rejected node).
+    Crossed(RGBColor),
+}
+
+/// The width of `label` in a legend's 12 px text (estimated from its length if the font
+/// cannot measure it).
+fn text_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, label: &str) -> u32 {
+    let style: TextStyle = (FONT, 12).into();
+    area.estimate_text_size(label, &style)
+        .map_or(7 * label.chars().count() as u32, |size| size.0)
+}
+
+/// Height of one row of [`legend_below`].
+const LEGEND_ROW: u32 = 20;
+
+/// The rows of a legend of `labels` laid out left to right within `width` pixels: each row's
+/// entries as indices.
+fn legend_rows<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    labels: &[&str],
+    width: u32,
+) -> Vec<Vec<usize>> {
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    let mut used = 0;
+    for (k, label) in labels.iter().enumerate() {
+        let entry = 30 + text_width(area, label) + 24;
+        if rows.is_empty() || used + entry > width {
+            rows.push(Vec::new());
+            used = 0;
+        }
+        rows.last_mut().expect("a row").push(k);
+        used += entry;
+    }
+    rows
+}
+
+/// Splits `root` into the chart's area and a strip under it that holds the legend of
+/// `entries`, so the legend never covers what the chart draws; draws the legend there.
+pub fn legend_below<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    entries: &[(&str, Mark)],
+) -> std::result::Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let (width, height) = root.dim_in_pixel();
+    let labels: Vec<&str> = entries.iter().map(|e| e.0).collect();
+    let rows = legend_rows(root, &labels, width.saturating_sub(40));
+    let strip = LEGEND_ROW * rows.len() as u32 + 10;
+    let (chart, legend) = root.split_vertically(height.saturating_sub(strip));
+    for (r, row) in rows.iter().enumerate() {
+        let y = 4 + (LEGEND_ROW * r as u32 + LEGEND_ROW / 2) as i32;
+        let mut x = 20;
+        for &k in row {
+            let (label, mark) = entries[k];
+            match mark {
+                Mark::Line(style) => {
+                    legend.draw(&PathElement::new(vec![(x, y), (x + 22, y)], style))?
+                }
+                Mark::Dashed(colour) => {
+                    for dash in [0, 9, 18] {
+                        legend.draw(&PathElement::new(
+                            vec![(x + dash, y), (x + dash + 5, y)],
+                            colour.stroke_width(1),
+                        ))?;
+                    }
+                }
+                Mark::Dot(colour) => legend.draw(&Circle::new((x + 11, y), 5, colour.filled()))?,
+                Mark::Crossed(colour) => {
+                    legend.draw(&Circle::new((x + 11, y), 5, colour.stroke_width(2)))?;
+                    legend.draw(&Cross::new((x + 11, y), 3, colour.stroke_width(2)))?;
+                }
+            }
+            legend.draw(&Text::new(label, (x + 30, y - 7), (FONT, 12)))?;
+            x += 30 + text_width(&legend, label) as i32 + 24;
+        }
+    }
+    Ok(chart)
 }
 
 /// The font family every figure uses (the name plotters gives `FontFamily::SansSerif`).
@@ -326,16 +434,16 @@ mod tests {
         assert_eq!(axis.y(0.9), beaten);
         let range = axis.range([1.001, 1.2, 0.9].into_iter());
         assert!(range.start < beaten && range.end > axis.y(1.2), "{range:?}");
-        assert_eq!(axis.tick(-3.0), "1e-3");
-        assert_eq!(axis.tick(-3.5), "");
-        assert_eq!(axis.tick(beaten), "ties/beats");
+        assert_eq!(axis.tick(-3.0, 4.0), "1e-3");
+        assert_eq!(axis.tick(-3.5, 4.0), "");
+        assert_eq!(axis.tick(beaten, 4.0), "ties/beats");
         // Maximising: a score below the #1 is behind it.
         let axis = ScoreAxis::new([0.9].into_iter(), Some(1.0), true);
         assert!((axis.y(0.9) - 0.1f64.log10()).abs() < 1e-12);
         // Without a #1, the score itself.
         let axis = ScoreAxis::new([0.9].into_iter(), None, true);
         assert_eq!(
-            (axis, axis.y(0.9), axis.tick(2.9200000000000017)),
+            (axis, axis.y(0.9), axis.tick(2.9200000000000017, 1.0)),
             (ScoreAxis::Score, 0.9, "2.92".into())
         );
     }
@@ -364,6 +472,32 @@ mod tests {
         }
         let inked = pixels.chunks(3).filter(|p| p[0] < 128).count();
         assert!(inked > 50, "only {inked} dark pixels: no text was drawn");
+    }
+
+    #[test]
+    fn a_legend_below_takes_a_strip_under_the_chart_and_wraps() {
+        register_fonts();
+        let (w, h) = (300u32, 200u32);
+        let mut pixels = vec![255u8; (w * h * 3) as usize];
+        let chart_height;
+        {
+            let root = BitMapBackend::with_buffer(&mut pixels, (w, h)).into_drawing_area();
+            let long = "a label long enough to need a row of its own";
+            let entries = [("best", Mark::Dot(RED)), (long, Mark::Dashed(BLUE))];
+            let chart = legend_below(&root, &entries).unwrap();
+            chart_height = chart.dim_in_pixel().1;
+            root.present().unwrap();
+        }
+        // Two rows of 20 px and a margin: the chart keeps the rest, and stays blank.
+        assert_eq!(chart_height, h - 50);
+        let inked = |rows: std::ops::Range<u32>| {
+            rows.flat_map(|y| (0..w).map(move |x| (x, y)))
+                .filter(|&(x, y)| pixels[((y * w + x) * 3) as usize] < 200)
+                .count()
+        };
+        assert_eq!(inked(0..chart_height), 0);
+        assert!(inked(chart_height..chart_height + 25) > 20, "no first row");
+        assert!(inked(chart_height + 25..h) > 20, "no second row");
     }
 
     #[test]

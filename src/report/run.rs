@@ -70,7 +70,9 @@ pub fn run_page(dir: &Path, out: &Path) -> Result<Page> {
          lines join a child to its parent, orange arrows are grafts (a co-parent from another \
          island); diamonds are orchestrator moves after their round, P the promoted starts. \
          Hover a node for its score, click it for its verdict, its harness diff against its \
-         parent, the evidence its mutator read, its per-task gains and the programs it ran. The \
+         parent, its program diff against its parent's (a seed's program whole), the evidence \
+         its mutator read, its per-task gains and the programs it ran. Numbers are rounded \
+         (about four significant digits in running text); click one for its full value. The \
          slider hides what came after a round.",
     );
     page.paragraph(&match arena {

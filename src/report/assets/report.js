@@ -78,6 +78,52 @@
     return String(Number(x.toPrecision(digits)));
   }
 
+  // A rounded number whose full value is its title and a click away (see revealOnClick).
+  function num(text, full) {
+    return el('span', { class: 'num', title: full !== text ? full : null, text: text });
+  }
+
+  // Significant digits a number in running text keeps.
+  var TEXT_DIGITS = 4;
+  // Decimals with a point or an exponent, not part of a name (n0007, s1, r3k0).
+  var DECIMAL = /(^|[^\w.])(-?(?:\d+\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+))(?![\w.])/g;
+
+  // Text with every decimal of more than TEXT_DIGITS significant digits (trailing zeros aside)
+  // rounded to them (the full value in a num()): an array of strings and spans for append().
+  function roundedText(text) {
+    var out = [], last = 0, m;
+    DECIMAL.lastIndex = 0;
+    while ((m = DECIMAL.exec(text)) !== null) {
+      var full = m[2], at = m.index + m[1].length;
+      var mantissa = full.replace(/^-/, '').replace(/[eE].*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '');
+      if (mantissa.length <= TEXT_DIGITS) continue;
+      out.push(text.slice(last, at));
+      out.push(num(sig(parseFloat(full), TEXT_DIGITS), full));
+      last = at + full.length;
+    }
+    out.push(text.slice(last));
+    return out.filter(function (part) { return part !== ''; });
+  }
+
+  // A click on a rounded number (class num with its full value as title) shows the full value,
+  // a second click the rounded one again.
+  function revealOnClick() {
+    document.addEventListener('click', function (e) {
+      var target = e.target && e.target.closest ? e.target.closest('.num[title]') : null;
+      if (!target) return;
+      var rounded = target.getAttribute('data-rounded');
+      if (rounded === null) {
+        target.setAttribute('data-rounded', target.textContent);
+        target.textContent = target.getAttribute('title');
+        target.classList.add('full');
+      } else {
+        target.textContent = rounded;
+        target.removeAttribute('data-rounded');
+        target.classList.remove('full');
+      }
+    });
+  }
+
   function sci(x) {
     if (!isFinite(x)) return '—';
     if (x === 0) return '0';
@@ -503,7 +549,7 @@
       panel.textContent = '';
       append(panel, [
         el('h3', { text: 'Click a node' }),
-        el('p', { text: 'Its score, verdict and reason, its harness diff against its parent, the evidence its mutator read, its per-task gains and the programs it ran show here.' })
+        el('p', { text: 'Its score, verdict and reason, its harness diff and its program diff against its parent, the evidence its mutator read, its per-task gains and the programs it ran show here. Numbers are rounded; click one for its full value.' })
       ]);
     }
 
@@ -551,15 +597,16 @@
       var body = el('tbody');
       rows.forEach(function (r) {
         if (!r) return;
-        var td = el('td', r[2] ? { title: r[2] } : null, r[1]);
+        var td = el('td', r[2] ? { title: r[2], class: 'num' } : null, r[1]);
         body.appendChild(el('tr', null, [el('td', { text: r[0] }), td]));
       });
       t.appendChild(body);
       return el('div', { class: 'table-wrap' }, t);
     }
 
-    function diffBlock(edit) {
-      var pre = el('pre', { class: 'diff', id: 'diff' });
+    // A unified diff, its added and removed lines coloured.
+    function diffBlock(edit, attrs) {
+      var pre = el('pre', attrs);
       var lines = edit.split('\n');
       if (lines.length && lines[lines.length - 1] === '') lines.pop();
       lines.forEach(function (line) {
@@ -604,7 +651,9 @@
         el('h4', { text: 'Verdict' }),
         el('p', { id: 'verdict', text: n.reason }),
         el('h4', { text: 'Harness diff against its parent' }),
-        n.edit ? diffBlock(n.edit) : el('p', { class: 'status', text: 'No diff: a seed harness has no parent.' }),
+        n.edit ? diffBlock(n.edit, { class: 'diff', id: 'diff' }) : el('p', { class: 'status', text: 'No diff: a seed harness has no parent.' }),
+        el('h4', { text: 'Program diff against its parent\'s' }),
+        programDiff(n),
         el('h4', { text: 'Evidence its mutator read' }),
         n.evidence.length ? el('ul', { id: 'evidence' }, n.evidence.map(function (e) { return el('li', { text: e }); })) : el('p', { text: '—' }),
         el('h4', { text: 'Per-task gains (units of min_improvement)' }),
@@ -615,21 +664,20 @@
     }
 
     function taskTable(n) {
-      var head = el('tr', null, ['task', 'split', 'parent gain', 'gain', 'gain − parent', 'start', 'end'].map(function (h) { return el('th', { text: h }); }));
+      var head = el('tr', null, ['task', 'parent gain', 'gain', 'gain − parent', 'start', 'end'].map(function (h) { return el('th', { text: h }); }));
       var body = el('tbody');
       n.tasks.forEach(function (t) {
         var delta = t.parent_gain === null ? null : t.gain - t.parent_gain;
         body.appendChild(el('tr', null, [
-          el('td', { text: t.task }),
-          el('td', { text: t.split }),
-          el('td', t.parent_gain === null ? { text: '—' } : { text: sig(t.parent_gain, 3), 'data-sort': String(t.parent_gain), title: String(t.parent_gain) }),
-          el('td', { text: t.gain_text, 'data-sort': String(t.gain), title: String(t.gain) }),
+          el('td', null, [t.task, t.split === 'search' ? null : el('span', { class: 'split', text: ' (' + t.split + ')' })]),
+          el('td', t.parent_gain === null ? { text: '—' } : { text: sig(t.parent_gain, 3), 'data-sort': String(t.parent_gain), title: String(t.parent_gain), class: 'num' }),
+          el('td', { text: t.gain_text, 'data-sort': String(t.gain), title: String(t.gain), class: 'num' }),
           el('td', delta === null ? { text: '—' } : {
-            text: (delta > 0 ? '+' : '') + sig(delta, 3), 'data-sort': String(delta),
-            class: delta > 0 ? 'gain-up' : delta < 0 ? 'gain-down' : null
+            text: (delta > 0 ? '+' : '') + sig(delta, 3), 'data-sort': String(delta), title: String(delta),
+            class: 'num ' + (delta > 0 ? 'gain-up' : delta < 0 ? 'gain-down' : '')
           }),
           el('td', { text: t.start }),
-          el('td', { text: t.end, title: t.end_exact, 'data-sort': t.end_exact })
+          el('td', { text: t.end, title: t.end_exact, 'data-sort': t.end_exact, class: 'num' })
         ]));
       });
       var table = el('table', { class: 'sortable', id: 'task-gains' }, [el('thead', null, head), body]);
@@ -637,17 +685,35 @@
       return el('div', { class: 'table-wrap' }, table);
     }
 
+    // The node's program diff on one task: a task where its program differs from its
+    // parent's, a search task, the most gain, in that order of preference.
+    function programDiff(n) {
+      var best = null, key = function (t) { return [t.program_diff ? 1 : 0, t.split === 'search' ? 1 : 0, t.gain]; };
+      n.tasks.forEach(function (t) {
+        if (t.program_diff === null) return;
+        var k = key(t);
+        if (!best || k[0] > best.k[0] || (k[0] === best.k[0] && (k[1] > best.k[1] || (k[1] === best.k[1] && k[2] > best.k[2])))) best = { t: t, k: k };
+      });
+      if (!best) return el('p', { class: 'status', id: 'program-diff', text: 'No improving program: its best constructions are its starts.' });
+      var t = best.t;
+      var note = el('div', { class: 'status', id: 'program-diff-task', 'data-task': t.task, text: 'on ' + t.task + ' (' + t.split + ', gain ' + t.gain_text + '); every task\'s under "Programs it ran"' });
+      if (!t.program_diff) return el('div', null, [note, el('p', { id: 'program-diff', text: 'On every task, the same program as its parent\'s.' })]);
+      return el('div', null, [note, diffBlock(t.program_diff, { class: 'diff', id: 'program-diff' })]);
+    }
+
     function programs(n) {
       var box = el('div', { id: 'programs' });
       n.tasks.forEach(function (t) {
         if (!t.edits.length && t.program === null) return;
-        var items = t.edits.map(function (e) { return el('li', { text: e }); });
-        var program = t.program === null ? el('p', { class: 'status', text: 'no improving program' })
-          : el('pre', { class: 'program', text: data.programs[t.program] || '' });
+        var items = t.edits.map(function (e) { return el('li', null, roundedText(e)); });
+        var program = t.program === null ? el('p', { class: 'status', text: 'no improving program' }) : el('div', null, [
+          el('div', { class: 'status', text: 'the program behind its best construction, against its parent\'s:' }),
+          t.program_diff ? diffBlock(t.program_diff, { class: 'diff' }) : el('p', { class: 'status', text: 'the same as its parent\'s' }),
+          el('details', null, [el('summary', { text: 'the whole program' }), el('pre', { class: 'program', text: data.programs[t.program] || '' })])
+        ]);
         box.appendChild(el('details', null, [
           el('summary', { text: t.task + ' (' + t.split + '): ' + t.edits.length + ' program' + (t.edits.length === 1 ? '' : 's') + ', gain ' + t.gain_text }),
-          el('ul', null, items),
-          el('div', { class: 'status', text: 'the program behind its best construction:' }),
+          items.length ? el('ul', null, items) : null,
           program
         ]));
       });
@@ -828,6 +894,7 @@
 
   guarded('tables', function () {
     document.querySelectorAll('table.sortable').forEach(makeSortable);
+    revealOnClick();
   });
   guarded('data', function () {
     var source = document.getElementById('milo-data');
