@@ -2,7 +2,8 @@
 //! not a terminal, the JSON types, and the examples and headings of every `--help`.
 
 mod common;
-use common::{milo, root};
+use common::{milo, root, Run};
+use std::path::{Path, PathBuf};
 
 const THIRD: &str = "third-autocorrelation-inequality";
 
@@ -129,24 +130,32 @@ fn the_long_commands_group_their_flags_under_headings() {
     assert!(!section("Search").contains("--slurm"), "{help}");
 }
 
-#[test]
-fn progress_off_a_terminal_is_plain_lines_and_quiet_has_none() {
-    let dir = tempfile::tempdir().unwrap();
+/// `milo optimize` on the third problem from the project's capped-arcsine start for
+/// `evaluations`, writing `best.json` in `dir`: the run, the start and the output.
+fn optimize_third(dir: &Path, evaluations: &str, extra: &[&str]) -> (Run, PathBuf, PathBuf) {
     let start =
         root().join("constructions/third-autocorrelation-inequality/capped-arcsine-400.json");
-    let out = dir.path().join("best.json");
-    // Standard error is a pipe here: whatever status lines the run prints are whole lines
-    // without escape codes or carriage returns (however fast the machine is).
-    let run = milo(&[
+    let out = dir.join("best.json");
+    let mut args = vec![
         "optimize",
         THIRD,
         "--start",
         start.to_str().unwrap(),
         "--evaluations",
-        "3000",
+        evaluations,
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    (milo(&args), start, out)
+}
+
+#[test]
+fn progress_off_a_terminal_is_plain_lines_and_quiet_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // Standard error is a pipe here: whatever status lines the run prints are whole lines
+    // without escape codes or carriage returns (however fast the machine is).
+    let (run, _, _) = optimize_third(dir.path(), "3000", &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stderr.contains('\x1b'), "{:?}", run.stderr);
     assert!(!run.stderr.contains('\r'), "{:?}", run.stderr);
@@ -167,20 +176,7 @@ fn progress_off_a_terminal_is_plain_lines_and_quiet_has_none() {
 #[test]
 fn json_exact_values_and_thresholds_are_decimal_strings() {
     let dir = tempfile::tempdir().unwrap();
-    let start =
-        root().join("constructions/third-autocorrelation-inequality/capped-arcsine-400.json");
-    let out = dir.path().join("best.json");
-    let run = milo(&[
-        "optimize",
-        THIRD,
-        "--start",
-        start.to_str().unwrap(),
-        "--evaluations",
-        "200",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
+    let (run, start, out) = optimize_third(dir.path(), "200", &["--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = run.json();
     for key in [
