@@ -446,7 +446,8 @@ const ECHOED_KEY: &str = "sk-arena/Q7f+9z~?>pLm~4Rt8Vw0Yb";
 /// The ways a careless or hostile server may echo [`ECHOED_KEY`] back: whole, cut to the 19
 /// characters a 200-character excerpt may keep, JSON-escaped (as literal text: `\/`, `\u0073`),
 /// percent-encoded (all of it, or only its reserved characters), HTML character references,
-/// and base64 (standard and URL-safe, at each alignment).
+/// upper- or lower-cased, hex-encoded (either case), and base64 (standard and URL-safe, at each
+/// alignment).
 fn echoes() -> Vec<String> {
     let key = ECHOED_KEY;
     let mut echoes = vec![
@@ -459,6 +460,10 @@ fn echoes() -> Vec<String> {
         key.bytes().map(|b| format!("%{b:02X}")).collect(),
         key.replace('/', "%2F").replace('+', "%2B"),
         key.chars().map(|c| format!("&#{};", c as u32)).collect(),
+        key.to_uppercase(),
+        key.to_lowercase(),
+        key.bytes().map(|b| format!("{b:02x}")).collect(),
+        key.bytes().map(|b| format!("{b:02X}")).collect(),
     ];
     for alphabet in [
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
