@@ -64,6 +64,42 @@ pub fn check_replaceable(path: &Path) -> Result<()> {
     }
 }
 
+/// Opens `path` with `options` (reading, or appending to a record file), refusing anything but a
+/// regular file with a usage error naming it: a symbolic link is not followed and a FIFO does not
+/// block the open (`O_NOFOLLOW | O_NONBLOCK`), and what was opened is checked. Any other failure
+/// goes through `on_error`.
+pub fn open_regular(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+    on_error: impl FnOnce(std::io::Error) -> MiloError,
+) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let refused = |what: &str| {
+        MiloError::Usage(format!(
+            "{}: milo reads and appends records only in regular files, and this is {what}; \
+             choose another path",
+            path.display()
+        ))
+    };
+    let file = match options
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(refused("a symbolic link"))
+        }
+        // Opened for writing, a FIFO without a reader.
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => return Err(refused("a FIFO")),
+        Err(e) => return Err(on_error(e)),
+    };
+    let meta = file.metadata().map_err(write_error(path))?;
+    if !meta.is_file() {
+        return Err(refused(kind_of(meta.file_type())));
+    }
+    Ok(file)
+}
+
 /// What a file type is, in words ("a FIFO", "a directory"…), for messages refusing it.
 pub fn kind_of(file_type: FileType) -> &'static str {
     #[cfg(unix)]

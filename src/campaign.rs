@@ -238,8 +238,10 @@ impl Campaign {
     }
 
     /// Offers the run's best construction (`run/best.json`) to the arena; see [`Offer`].
-    /// Cancelling `cancel` ends a wait for a rate limit to pass.
+    /// Cancelling `cancel` abandons the request in flight and ends a wait for a rate limit to
+    /// pass.
     pub fn offer(&mut self, cancel: &CancelToken) -> Result<Offer> {
+        let client = self.client.cancelled_by(cancel);
         let best = self.run_dir().join(BEST_FILE);
         if !best.is_file() {
             return Ok(Offer::NotYet);
@@ -267,7 +269,7 @@ impl Campaign {
         let bytes = read_bytes_capped(&best, CONSTRUCTION_CAP, "construction")?;
         crate::atomic_file::write(&file, &bytes)?;
         let checked = check(
-            &self.client,
+            &client,
             &self.settings.slug,
             &file,
             self.settings.agent.as_deref(),
@@ -287,7 +289,7 @@ impl Campaign {
                 &records,
                 &checked.sha256,
                 &checked.problem.slug,
-                self.client.base_url()
+                client.base_url()
             ),
             Some(Prior::Confirmed(..))
         );
@@ -298,7 +300,7 @@ impl Campaign {
                     cancel,
                 };
                 let sent = send(
-                    &self.client,
+                    &client,
                     &checked,
                     key,
                     &patience,

@@ -3,9 +3,11 @@
 //! Every record is one line, appended and synced before the caller goes on. Reading back
 //! tolerates a torn last line (a run killed mid-write): it is dropped, and [`AppendLog::open`]
 //! cuts it off the file so appends continue on a clean line. A bad line before the last is
-//! corruption, reported with its line number. Each line is scrubbed of the secrets in use
+//! corruption, reported with its line number. Only regular files are read or appended to (a
+//! symbolic link, a FIFO or a device there is refused, never followed or blocked on). Each line is scrubbed of the secrets in use
 //! ([`secrets::scrub_json`]) before it is written: a record may quote a server or a model.
 
+use crate::atomic_file::open_regular;
 use crate::bounded_read::{past_cap, RECORD_LINE_CAP};
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::secrets;
@@ -41,10 +43,7 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
     /// ready to append.
     pub fn open(path: &Path) -> Result<(AppendLog<T>, Vec<T>)> {
         let (records, good_bytes) = read_records(path)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(read_error(path))?;
+        let file = open_regular(path, OpenOptions::new().append(true), read_error(path))?;
         file.set_len(good_bytes).map_err(write_error(path))?;
         file.sync_all().map_err(write_error(path))?;
         let log = AppendLog {
@@ -82,7 +81,7 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
 /// error naming the line and the cap (the file is read line by line, so one line bounds memory
 /// beyond the records themselves).
 pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
-    let file = File::open(path).map_err(read_error(path))?;
+    let file = open_regular(path, OpenOptions::new().read(true), read_error(path))?;
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut good = 0u64;

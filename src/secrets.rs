@@ -2,11 +2,12 @@
 //! everything milo stores, prints or renders.
 //!
 //! A server or a model may send a secret back: echoed whole, JSON-escaped (`sk\/…`, `\u0073…`),
-//! percent-encoded, HTML-escaped, base64-encoded (standard or URL-safe, at any alignment), or
-//! cut to a piece (a 200-character excerpt ending inside it). [`Secrets::scrub`] replaces every
-//! run of text holding any piece of [`MIN_PIECE`] or more characters of a secret, in any of those
-//! encodings (up to [`DECODE_LAYERS`] nested layers of escapes), with [`REDACTED`]. A secret
-//! shorter than [`MIN_PIECE`] is removed only whole.
+//! percent-encoded, HTML-escaped, base64-encoded (standard or URL-safe, at any alignment),
+//! hex-encoded, in other letter case (upper-cased, lower-cased), or cut to a piece (a
+//! 200-character excerpt ending inside it). [`Secrets::scrub`] replaces every run of text holding
+//! any piece of [`MIN_PIECE`] or more characters of a secret, in any of those encodings (up to
+//! [`DECODE_LAYERS`] nested layers of escapes), with [`REDACTED`]; pieces are matched without
+//! regard to ASCII letter case. A secret shorter than [`MIN_PIECE`] is removed only whole.
 //!
 //! The process keeps the secrets in use in one registry: [`remember`] adds a key when milo reads
 //! it, and [`scrub`] and [`scrub_json`] clean a text against all of them. Every text that came
@@ -32,8 +33,8 @@ pub const DECODE_LAYERS: usize = 3;
 pub struct Secrets {
     /// The secrets as given (to add each once).
     secrets: Vec<String>,
-    /// Byte strings to remove, by length: every [`MIN_PIECE`]-byte window of each secret and of
-    /// each of its base64 encodings (the whole of a shorter one).
+    /// Byte strings to remove, by length, ASCII lower-cased: every [`MIN_PIECE`]-byte window of
+    /// each secret and of each of its base64 and hex encodings (the whole of a shorter one).
     pieces: BTreeMap<usize, HashSet<Vec<u8>>>,
 }
 
@@ -63,7 +64,7 @@ impl Secrets {
             let width = form.len().min(MIN_PIECE);
             let set = self.pieces.entry(width).or_default();
             for window in form.windows(width) {
-                set.insert(window.to_vec());
+                set.insert(window.to_ascii_lowercase());
             }
         }
     }
@@ -80,7 +81,7 @@ impl Secrets {
             return Cow::Borrowed(text);
         }
         let mut view = View::raw(text);
-        let mut runs: Vec<(usize, usize)> = self.runs(&view).collect();
+        let mut runs = self.runs(&view);
         for _ in 0..DECODE_LAYERS {
             match view.decoded(Escapes::All) {
                 Some(decoded) => {
@@ -105,7 +106,11 @@ impl Secrets {
             // Without JSON escapes the string's text is its value.
             let mut view = raw.decoded(Escapes::Json).unwrap_or(raw);
             for layer in 0..DECODE_LAYERS {
-                runs.extend(self.runs(&view).map(|(a, b)| (a + start, b + start)));
+                runs.extend(
+                    self.runs(&view)
+                        .into_iter()
+                        .map(|(a, b)| (a + start, b + start)),
+                );
                 if layer + 1 == DECODE_LAYERS {
                     break;
                 }
@@ -118,23 +123,29 @@ impl Secrets {
         replace_runs(json, runs.into_iter())
     }
 
-    /// The byte ranges of the original text (as `view` maps them) holding a piece.
-    fn runs<'v>(&'v self, view: &'v View) -> impl Iterator<Item = (usize, usize)> + 'v {
-        self.pieces.iter().flat_map(move |(&width, set)| {
-            view.bytes
-                .windows(width)
-                .enumerate()
-                .filter(move |(_, window)| set.contains(*window))
-                .map(move |(i, _)| view.span(i, i + width))
-        })
+    /// The byte ranges of the original text (as `view` maps them) holding a piece, in any
+    /// ASCII letter case.
+    fn runs(&self, view: &View) -> Vec<(usize, usize)> {
+        let lower = view.bytes.to_ascii_lowercase();
+        self.pieces
+            .iter()
+            .flat_map(|(&width, set)| {
+                lower
+                    .windows(width)
+                    .enumerate()
+                    .filter(move |(_, window)| set.contains(*window))
+                    .map(move |(i, _)| view.span(i, i + width))
+            })
+            .collect()
     }
 }
 
-/// The byte forms of a secret to look for: itself, and the parts of its base64 encodings
-/// (standard and URL-safe) that do not depend on the bytes around it, at each of the three
-/// alignments it may have in a longer encoded text.
+/// The byte forms of a secret to look for: itself, its hex encoding, and the parts of its
+/// base64 encodings (standard and URL-safe) that do not depend on the bytes around it, at each
+/// of the three alignments it may have in a longer encoded text.
 fn forms(secret: &[u8]) -> Vec<Vec<u8>> {
-    let mut forms = vec![secret.to_vec()];
+    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    let mut forms = vec![secret.to_vec(), hex.into_bytes()];
     let engines = [
         base64::engine::general_purpose::STANDARD_NO_PAD,
         base64::engine::general_purpose::URL_SAFE_NO_PAD,
@@ -452,6 +463,10 @@ mod tests {
             KEY[..18].to_string(),
             KEY[KEY.len() - 9..].to_string(),
             KEY.replace('/', "%5C/"),
+            KEY.to_uppercase(),
+            KEY.to_lowercase(),
+            KEY.bytes().map(|b| format!("{b:02x}")).collect(),
+            KEY.bytes().map(|b| format!("{b:02X}")).collect(),
         ];
         for engine in engines {
             for prefix in ["", "a", "ab", "abc"] {

@@ -446,7 +446,8 @@ const ECHOED_KEY: &str = "sk-arena/Q7f+9z~?>pLm~4Rt8Vw0Yb";
 /// The ways a careless or hostile server may echo [`ECHOED_KEY`] back: whole, cut to the 19
 /// characters a 200-character excerpt may keep, JSON-escaped (as literal text: `\/`, `\u0073`),
 /// percent-encoded (all of it, or only its reserved characters), HTML character references,
-/// and base64 (standard and URL-safe, at each alignment).
+/// upper- or lower-cased, hex-encoded (either case), and base64 (standard and URL-safe, at each
+/// alignment).
 fn echoes() -> Vec<String> {
     let key = ECHOED_KEY;
     let mut echoes = vec![
@@ -459,6 +460,10 @@ fn echoes() -> Vec<String> {
         key.bytes().map(|b| format!("%{b:02X}")).collect(),
         key.replace('/', "%2F").replace('+', "%2B"),
         key.chars().map(|c| format!("&#{};", c as u32)).collect(),
+        key.to_uppercase(),
+        key.to_lowercase(),
+        key.bytes().map(|b| format!("{b:02x}")).collect(),
+        key.bytes().map(|b| format!("{b:02X}")).collect(),
     ];
     for alphabet in [
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
@@ -910,4 +915,56 @@ fn status_names_a_pending_submission_recorded_under_another_server() {
         &["arena", "status", "--base-url", &arena.base],
     );
     assert!(!here.stdout.contains("recorded under"), "{}", here.stdout);
+}
+
+#[test]
+fn a_submit_waits_for_the_ledger_lock_and_two_at_once_send_one_construction_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions::default());
+    let file = write(
+        dir.path(),
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    );
+    let args = ["arena", "submit", FIRST, &file, "--base-url", &arena.base];
+    // While another process holds the ledger's lock, a submit sends nothing.
+    let lock = milo::arena::ledger::lock(&dir.path().join("arena/ledger.jsonl")).unwrap();
+    let mut waiting =
+        MockArena::milo_command(env!("CARGO_BIN_EXE_milo"), dir.path(), Some(KEY), &args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        posts(&arena),
+        0,
+        "a submit posted while the ledger was locked"
+    );
+    drop(lock);
+    assert!(waiting.wait().unwrap().success());
+    assert_eq!(posts(&arena), 1);
+    // A new construction, two submits of it at once: one sends, the other is held back.
+    let other = write(
+        dir.path(),
+        "other.json",
+        &scoring_below(best - 3.0 * THRESHOLD, None),
+    );
+    let args = ["arena", "submit", FIRST, &other, "--base-url", &arena.base];
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            MockArena::milo_command(env!("CARGO_BIN_EXE_milo"), dir.path(), Some(KEY), &args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut codes: Vec<i32> = children
+        .into_iter()
+        .map(|mut c| c.wait().unwrap().code().unwrap_or(-1))
+        .collect();
+    codes.sort();
+    assert_eq!(posts(&arena), 2, "the second construction posted once");
+    assert_eq!(codes, [0, 11], "one sent, one held back");
 }

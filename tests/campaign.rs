@@ -1,7 +1,8 @@
 //! `milo campaign` against a loopback mock arena (`tests/mock_arena`): from the served
 //! leaderboard to a submission the mock accepts as #1, followed by `milo arena status`, resumed
 //! without a second submission, and the key never written; a campaign killed mid-POST resumed
-//! without posting again, and a refused submission told from a finished search by exit 12.
+//! without posting again, a POST in flight abandoned at once on Ctrl-C, and a refused submission
+//! told from a finished search by exit 12.
 
 mod mock_arena;
 
@@ -280,6 +281,62 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
         let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
         assert!(!text.contains(KEY), "the key is in {}", entry.display());
     }
+}
+
+#[test]
+fn ctrl_c_abandons_a_campaign_post_in_flight_at_once_and_leaves_it_unconfirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    // The mock keeps the first submission and never answers it; the client would wait the
+    // whole --timeout for it.
+    let arena = toy_arena(MockOptions {
+        unanswered_submissions: 1,
+        ..MockOptions::default()
+    });
+    let campaign = dir.path().join("c");
+    let mut args = campaign_args(&campaign, &arena.base);
+    args.extend(["--timeout", "600"].map(String::from));
+    let mut child =
+        MockArena::milo_command(env!("CARGO_BIN_EXE_milo"), dir.path(), Some(KEY), &args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("milo runs");
+    let started = std::time::Instant::now();
+    while posts(&arena) == 0 {
+        if started.elapsed() > std::time::Duration::from_secs(300) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the campaign posted nothing within 300 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let interrupted = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if interrupted.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Ctrl-C did not end the campaign within 20 s of its POST in flight");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(12), "{stderr}");
+    assert!(stderr.contains("abandoned in flight"), "{stderr}");
+    let ledger = std::fs::read_to_string(campaign.join("ledger.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{ledger}");
+    assert_eq!(records[1]["kind"], "submission");
+    assert_eq!(records[1]["may_have_arrived"], true, "{ledger}");
+    assert_eq!(posts(&arena), 1, "nothing posted after Ctrl-C");
 }
 
 #[test]

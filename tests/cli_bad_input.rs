@@ -423,3 +423,10 @@ fn a_toml_file_that_does_not_parse_is_one_line_naming_the_file_line_and_column()
         }
     }
 }
+
+#[test]
+fn campaign_has_no_force_flag_it_sends_only_a_new_first() {
+    let run = milo(&["campaign", "first", "--force", "--rounds", "1"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("'--force'"), "{}", run.stderr);
+}

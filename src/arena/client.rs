@@ -6,12 +6,15 @@
 //! `GET {base}/api/solutions/{id}` a submission's status. Every failure (no connection, a timeout,
 //! an HTTP error status, a body that is not the expected JSON) is a [`MiloError::Remote`] naming
 //! the URL and, for a malformed body, the JSON path of the offending field and what was expected
-//! there. The requests that carry the API key are in [`send`](super::send).
+//! there. The requests that carry the API key are in [`send`](super::send). A client given a
+//! cancel token ([`ArenaClient::cancelled_by`]) abandons a request in flight, its answer unread,
+//! as soon as the token is cancelled (Ctrl-C, a campaign's `--hours`).
 //!
 //! What a server sends is never trusted with a secret: every answer's JSON strings, and every
 //! message quoting it, pass through [`secrets`] (the keys in use removed in any encoding) before
 //! milo reads them, and every id the server gives is checked ([`ArenaId::check`]) before any use.
 
+use crate::cancel::CancelToken;
 use crate::construction::{parse_values, ParseError};
 use crate::error::{MiloError, Result};
 use crate::problems::Direction;
@@ -237,12 +240,42 @@ impl WireSolution {
 }
 
 /// A blocking client of one arena server, with connect and per-read/write timeouts.
+#[derive(Clone)]
 pub struct ArenaClient {
     base: String,
     /// Redirects are not followed (a key stays with this host, and what is saved is what this
     /// host served); every request has an overall deadline besides the per-read timeout.
-    pub(super) agent: ureq::Agent,
+    agent: ureq::Agent,
+    /// Cancelling it abandons the request in flight.
+    cancel: CancelToken,
 }
+
+/// What one request came to (see [`ArenaClient::exchange`]).
+pub(super) enum Exchange {
+    /// No answer: the request failed before a status came back.
+    Failed(ureq::Error),
+    /// Abandoned in flight: the client's cancel token was cancelled.
+    Abandoned,
+    /// A status came back.
+    Answered(Answered),
+}
+
+/// An answer as read: its status, the headers milo looks at, and its body (or why reading it
+/// failed).
+pub(super) struct Answered {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Location` header, control characters dropped.
+    pub location: Option<String>,
+    /// The `Retry-After` header.
+    pub retry_after: Option<String>,
+    /// The body, at most the limit asked for.
+    pub body: std::result::Result<Vec<u8>, ureq::Error>,
+}
+
+/// What a request abandoned on cancel says.
+pub(super) const ABANDONED: &str =
+    "abandoned in flight: the run was cancelled (Ctrl-C, or its --hours ran out)";
 
 impl ArenaClient {
     /// A client of the server at `base_url` (`http://` or `https://`; a trailing `/` is dropped),
@@ -276,7 +309,61 @@ impl ArenaClient {
         Ok(ArenaClient {
             base,
             agent: config.new_agent(),
+            cancel: CancelToken::new(),
         })
+    }
+
+    /// This client, its requests abandoned in flight once `cancel` is cancelled.
+    pub fn cancelled_by(&self, cancel: &CancelToken) -> ArenaClient {
+        ArenaClient {
+            cancel: cancel.clone(),
+            ..self.clone()
+        }
+    }
+
+    /// Sends the request `build` makes on the client's agent and reads the answer's body, at most
+    /// `body_limit` bytes, on a thread of its own that is abandoned, its answer unread, as soon
+    /// as the client's cancel token is cancelled.
+    pub(super) fn exchange(
+        &self,
+        body_limit: u64,
+        build: impl FnOnce(
+                &ureq::Agent,
+            )
+                -> std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>
+            + Send
+            + 'static,
+    ) -> Exchange {
+        let agent = self.agent.clone();
+        let work = move || {
+            let mut response = match build(&agent) {
+                Ok(response) => response,
+                Err(e) => return Exchange::Failed(e),
+            };
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| v.chars().filter(|c| !c.is_control()).collect::<String>())
+            };
+            let (location, retry_after) = (header("location"), header("retry-after"));
+            let status = response.status().as_u16();
+            let body = response
+                .body_mut()
+                .with_config()
+                .limit(body_limit)
+                .read_to_vec();
+            Exchange::Answered(Answered {
+                status,
+                location,
+                retry_after,
+                body,
+            })
+        };
+        self.cancel
+            .run_until(None, work)
+            .unwrap_or(Exchange::Abandoned)
     }
 
     /// The server's base URL, without a trailing `/`.
@@ -401,37 +488,40 @@ impl ArenaClient {
         body_limit: u64,
     ) -> Result<T> {
         let url = format!("{}{path}", self.base);
-        let mut request = self.agent.get(&url);
-        for (key, value) in query {
-            request = request.query(*key, value);
-        }
+        let pairs: Vec<(String, String)> = query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
         let shown = self.display_url(path, query);
         let remote = |message: String| MiloError::Remote {
             url: shown.clone(),
             message: secrets::scrub(&message).into_owned(),
         };
-        let mut response = request.call().map_err(|e| remote(describe(&e)))?;
-        let status = response.status();
-        if status.is_redirection() {
-            let location = response
-                .headers()
-                .get("location")
-                .and_then(|v| v.to_str().ok())
-                .map(|v| v.chars().filter(|c| !c.is_control()).collect::<String>());
+        let exchange = self.exchange(body_limit, move |agent| {
+            let mut request = agent.get(&url);
+            for (key, value) in &pairs {
+                request = request.query(key, value);
+            }
+            request.call()
+        });
+        let answered = match exchange {
+            Exchange::Answered(answered) => answered,
+            Exchange::Failed(e) => return Err(remote(describe(&e))),
+            Exchange::Abandoned => return Err(remote(ABANDONED.into())),
+        };
+        let status = answered.status;
+        if (300..400).contains(&status) {
             return Err(remote(format!(
                 "the server redirects (HTTP {status}) to {}; milo does not follow redirects \
                  (give the server you mean as --base-url)",
-                location.as_deref().unwrap_or("an unnamed place")
+                answered.location.as_deref().unwrap_or("an unnamed place")
             )));
         }
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(body_limit)
-            .read_to_vec()
+        let body = answered
+            .body
             .map_err(|e| remote(format!("reading the response failed: {}", describe(&e))))?;
-        if !status.is_success() {
-            return Err(remote(status_message(status.as_u16(), &body)));
+        if !(200..300).contains(&status) {
+            return Err(remote(status_message(status, &body)));
         }
         parse_json(&body, expected).map_err(remote)
     }

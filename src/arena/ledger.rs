@@ -8,17 +8,21 @@
 //! `GET /api/solutions/{id}`). An intent with no outcome (milo was killed mid-send), and a failure
 //! that came after the request went out, are *unconfirmed*: the arena may hold the submission, so
 //! it is never sent again on its own ([`prior`], [`unconfirmed`]). Lines are only ever appended,
-//! each written whole and synced; a torn last line (a crash mid-write) is skipped on reading. Nothing
+//! each written whole and synced, on a line of its own; a torn last line (a crash mid-write) is
+//! skipped on reading. Only a regular file is read or appended to ([`open_regular`]), and a
+//! sender holds the ledger's [`lock`] from reading it to appending its intent. Nothing
 //! secret is written: the key never enters a record, and each line is scrubbed of the secrets in
 //! use ([`secrets::scrub_json`]) before it is written, whatever the server sent.
 
 use super::client::{ArenaId, LeaderboardEntry};
 use super::rules::Assessment;
-use crate::bounded_read::{read_text_capped, RECORDS_CAP};
+use crate::atomic_file::open_regular;
+use crate::bounded_read::{read_regular_file_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result};
 use crate::secrets;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// The ledger `milo arena submit` and `status` use without `--ledger`.
@@ -126,24 +130,87 @@ pub fn append(path: &Path, record: &LedgerRecord) -> Result<()> {
     let line = serde_json::to_string(record).expect("a ledger record serializes");
     let mut line = secrets::scrub_json(&line).into_owned();
     line.push('\n');
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(io)?;
+    let mut file = open_regular(
+        path,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true),
+        io,
+    )?;
+    cut_torn_line(&file).map_err(io)?;
     file.write_all(line.as_bytes()).map_err(io)?;
     file.sync_all().map_err(io)
+}
+
+/// Cuts a torn last line (a crash mid-write: no newline at the end) off `file`, so the next
+/// record starts a line of its own and the torn one is not left inside the ledger.
+fn cut_torn_line(file: &std::fs::File) -> std::io::Result<()> {
+    let length = file.metadata()?.len();
+    let mut end = length;
+    let mut chunk = vec![0u8; 64 << 10];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(end - start) as usize];
+        file.read_exact_at(part, start)?;
+        if end == length && part.last() == Some(&b'\n') {
+            return Ok(());
+        }
+        if let Some(i) = part.iter().rposition(|&b| b == b'\n') {
+            return file.set_len(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    file.set_len(0)
+}
+
+/// A held lock on a ledger (its sibling `NAME.lock`), taken around reading it, deciding and
+/// appending an intent, so that two processes never both decide to send one construction;
+/// dropping it releases the lock.
+pub struct LedgerLock {
+    _file: std::fs::File,
+}
+
+/// Waits for and takes the lock of the ledger at `path` (its folder created if missing).
+pub fn lock(path: &Path) -> Result<LedgerLock> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let lock_path = path.with_file_name(name);
+    let io = |source| MiloError::Write {
+        path: lock_path.clone(),
+        source,
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    let file = open_regular(
+        &lock_path,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true),
+        io,
+    )?;
+    file.lock().map_err(io)?;
+    Ok(LedgerLock { _file: file })
 }
 
 /// Every record of the ledger at `path`, in order (a missing ledger is empty; a torn last line
 /// is skipped; any other unreadable line is an error naming its number; a ledger past
 /// [`RECORDS_CAP`] is an error).
 pub fn read(path: &Path) -> Result<Vec<LedgerRecord>> {
-    let text = match read_text_capped(path, RECORDS_CAP, "ledger") {
-        Ok(text) => text,
+    let bytes = match read_regular_file_capped(path, RECORDS_CAP, "ledger") {
+        Ok(bytes) => bytes,
         Err(e) if e.is_missing_file() => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
+    let text = String::from_utf8(bytes).map_err(|e| MiloError::Malformed {
+        path: path.to_path_buf(),
+        message: format!(
+            "the ledger is not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        ),
+    })?;
     let complete = text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();
     let mut records = Vec::new();
@@ -357,9 +424,30 @@ mod tests {
         file.write_all(b"{\"kind\":\"stat").unwrap();
         let records = read(&path).unwrap();
         assert_eq!(records.len(), 3);
+        // The next record cuts the torn line off and starts a line of its own.
+        append(&path, &submission(None)).unwrap();
+        let records = read(&path).unwrap();
+        assert_eq!(
+            records.len(),
+            4,
+            "the ledger stays readable after a torn line"
+        );
         let tracked = tracked(&records);
         assert_eq!(tracked.len(), 1, "the failed try is not tracked");
         assert_eq!(tracked[0].status(), Some("evaluated"));
+        // Only a regular file is read or appended to.
+        let fifo = dir.path().join("fifo.jsonl");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        for err in [
+            read(&fifo).unwrap_err(),
+            append(&fifo, &submission(None)).unwrap_err(),
+        ] {
+            assert!(err.to_string().contains("a FIFO"), "{err}");
+        }
         std::fs::write(&path, "garbage\n{}\n").unwrap();
         assert!(read(&path).unwrap_err().to_string().contains("line 1"));
         assert!(read(&dir.path().join("none.jsonl")).unwrap().is_empty());

@@ -9,14 +9,17 @@
 //! Redirects are not followed (a key stays with the host it was meant for). HTTP 429 is an
 //! [`Answer::RateLimited`] carrying the server's `Retry-After` (header, or the body's
 //! `retry_after_seconds`); 401 and 403 say the key was refused; every other failure is a
-//! [`MiloError::Remote`]. Every message is scrubbed of the secrets in use ([`secrets::scrub`]), and
-//! the submission id the server gives is checked ([`ArenaId::check`]) before any use. A submission
-//! that fails is a [`Failed`], which says whether the server may hold it anyway (the request went
-//! out and no answer refused it: a timeout, a cut connection, a server error, a success answer milo
-//! cannot use), so that the ledger never lets such a submission be sent again on its own.
+//! [`MiloError::Remote`]. Every message is scrubbed of the secrets in use ([`secrets::scrub`]),
+//! and the submission id the server gives is checked ([`ArenaId::check`]) before any use. A
+//! submission that fails is a [`Failed`], which says whether the server may hold it anyway (the
+//! request went out and no answer refused it: a timeout, a cut connection, a server error, a
+//! success answer milo cannot use, a request abandoned in flight on cancel), so that the ledger
+//! never lets such a submission be sent again on its own.
 
 use super::api_key::{ApiKey, KEY_VARIABLE};
-use super::client::{describe, parse_json, status_message, ArenaClient, ArenaId};
+use super::client::{
+    describe, parse_json, status_message, ArenaClient, ArenaId, Exchange, ABANDONED,
+};
 use crate::error::{MiloError, Result};
 use crate::secrets;
 use serde::Deserialize;
@@ -212,38 +215,40 @@ impl ArenaClient {
             error: error(message),
             may_have_arrived,
         };
-        let builder = match request.method {
-            "PUT" => self.agent.put(request.url),
-            _ => self.agent.post(request.url),
+        let (method, url) = (request.method, request.url.to_string());
+        let (body, bearer) = (request.body.to_vec(), secret.bearer());
+        let headers: Vec<(String, String)> = request
+            .headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        let exchange = self.exchange(ANSWER_LIMIT, move |agent| {
+            let builder = match method {
+                "PUT" => agent.put(&url),
+                _ => agent.post(&url),
+            };
+            let mut builder = builder
+                .header("Authorization", bearer)
+                .content_type("application/json");
+            for (name, value) in &headers {
+                builder = builder.header(name, value);
+            }
+            builder.send(&body[..])
+        });
+        let answered = match exchange {
+            Exchange::Answered(answered) => answered,
+            Exchange::Failed(e) => return Err(failed(describe(&e), !never_left(&e))),
+            // The request may have gone out.
+            Exchange::Abandoned => return Err(failed(ABANDONED.into(), true)),
         };
-        let mut builder = builder
-            .header("Authorization", secret.bearer())
-            .content_type("application/json");
-        for (name, value) in request.headers {
-            builder = builder.header(*name, *value);
-        }
-        let mut response = builder
-            .send(request.body)
-            .map_err(|e| failed(describe(&e), !never_left(&e)))?;
-        let status = response.status().as_u16();
+        let status = answered.status;
         // Once the status is known, it decides: a success or a server error may hold the request
         // (a 303 points at what it made); any other answer refused it.
         let arrived = matches!(status, 200..=299 | 303 | 500..=599);
         let remote = |message: String| failed(message, arrived);
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let retry_header = header("retry-after");
-        let location = header("location");
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(ANSWER_LIMIT)
-            .read_to_vec()
+        let (retry_header, location) = (answered.retry_after, answered.location);
+        let body = answered
+            .body
             .map_err(|e| remote(format!("reading the answer failed: {}", describe(&e))))?;
         match status {
             200..=299 => parse_json(&body, expected)

@@ -174,6 +174,8 @@ pub fn send(
     ledger_path: &Path,
 ) -> Result<Submitted> {
     let base_url = client.base_url();
+    // Held from the read to the intent: a second sender then finds the intent.
+    let lock = ledger::lock(ledger_path)?;
     if !overrides.send_again {
         let records = ledger::read(ledger_path)?;
         if let Some(prior) =
@@ -193,6 +195,7 @@ pub fn send(
         upload: checked.upload_kind().into(),
     };
     ledger::append(ledger_path, &LedgerRecord::Intent(intent.clone()))?;
+    drop(lock);
     let sent = if checked.upload_kind() == "blob" {
         send_blob(client, checked, key, patience)
     } else {

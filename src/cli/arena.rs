@@ -59,9 +59,6 @@ pub struct SendArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 900,
           value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub max_wait: u64,
-    /// Send even when the rules would drop the submission (rejected or discarded).
-    #[arg(long)]
-    pub force: bool,
 }
 
 /// Examples in `milo arena --help`.
@@ -153,6 +150,10 @@ pub struct SubmitArgs {
     server: ServerArgs,
     #[command(flatten)]
     sending: SendArgs,
+    /// Send even when the rules would drop the submission (rejected or discarded). A campaign
+    /// has no such flag: it sends only a construction the rules make the new #1.
+    #[arg(long)]
+    force: bool,
     /// The ledger to append to.
     #[arg(long, value_name = "FILE", default_value = DEFAULT_LEDGER)]
     ledger: PathBuf,
@@ -252,7 +253,7 @@ fn submit_checked(
 ) -> Result<i32> {
     let (sending, ledger) = (&args.sending, &args.ledger);
     let kept = checked.assessment.verdict.kept();
-    if !kept && !sending.force {
+    if !kept && !args.force {
         out!("not sent: the arena's rules would drop it (--force sends it anyway)")?;
         return Ok(EXIT_WOULD_BE_DROPPED);
     }
@@ -271,7 +272,7 @@ fn submit_checked(
         cancel: &CancelToken::new(),
     };
     let overrides = Overrides {
-        force: sending.force,
+        force: args.force,
         send_again: args.send_again,
     };
     let submitted = send(client, checked, key, &patience, overrides, ledger)?;

@@ -96,9 +96,12 @@ pub struct CampaignArgs {
 
 /// Runs `milo campaign`.
 pub fn run(args: &CampaignArgs) -> Result<i32> {
-    let cancel = super::cancel_on_ctrl_c();
-    // Stops the offers' rate-limit waits too: Ctrl-C and the search's --hours cancel it.
-    let offers_cancel = cancel.clone();
+    // The search's token: Ctrl-C and --hours cancel it, and with it the offers made during the
+    // search (their requests in flight and their rate-limit waits). The final offer, made after
+    // --hours, stops on Ctrl-C only; after Ctrl-C none is made.
+    let cancel = CancelToken::new();
+    let interrupt = CancelToken::new();
+    super::cancel_on_ctrl_c_all(&[&cancel, &interrupt]);
     let timeout = Duration::from_secs(args.server.timeout);
     let (mut campaign, mut search) = match &args.resume {
         Some(dir) => {
@@ -106,10 +109,10 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
             let key = key_if(settings.submit)?;
             let deadline = Duration::from_secs(args.server.deadline);
             let campaign = Campaign::open(dir, timeout, deadline, key)?;
-            let search = Search::resume(&campaign.run_dir(), args.jobs, cancel)?;
+            let search = Search::resume(&campaign.run_dir(), args.jobs, cancel.clone())?;
             (campaign, search)
         }
-        None => create(args, cancel)?,
+        None => create(args, cancel.clone())?,
     };
     note!(
         "milo campaign: {} against {} in {} ({}); --resume {} continues",
@@ -129,15 +132,23 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         let mut observer = CampaignObserver {
             status: SearchStatus::new(&search, args.verbose, false),
             campaign: &mut campaign,
-            cancel: &offers_cancel,
+            cancel: &cancel,
             failed: &mut failed,
         };
         search.run(&mut observer)?
     };
     summarise(&search, stop)?;
-    let last = campaign.offer(&offers_cancel);
-    report_offer(&last)?;
-    settle(&mut failed, last);
+    if interrupt.is_cancelled() {
+        note!(
+            "milo campaign: interrupted; the best was not offered (`milo campaign --resume {}` \
+             offers it)",
+            campaign.dir().display()
+        );
+    } else {
+        let last = campaign.offer(&interrupt);
+        report_offer(&last)?;
+        settle(&mut failed, last);
+    }
     let index = write_report(campaign.dir(), &campaign.dir().join("report"))?;
     out!(
         "campaign report: {}; submissions: milo arena status --ledger {}",
@@ -204,7 +215,8 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         MiloError::Usage(format!("{message} (--task-evaluations, --task-seconds)"))
     })?;
     let key = key_if(args.submit)?;
-    let client = args.server.client()?;
+    // Ctrl-C abandons the pull in flight.
+    let client = args.server.client()?.cancelled_by(&cancel);
     let dir = args.dir.clone().unwrap_or_else(|| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         PathBuf::from("campaigns").join(format!("{slug}-{}", now.replace(':', "-")))

@@ -99,8 +99,6 @@ fn problem_names() -> ProblemName {
     ProblemName
 }
 
-/// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
-/// installs it once).
 /// The parser of a count flag bounded by `range` (one of [`crate::bounds`]): a value outside
 /// it exits 2 naming the flag, the value and the range.
 fn count<T>(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<T>
@@ -111,11 +109,19 @@ where
     clap::builder::RangedU64ValueParser::<T>::new().range(range)
 }
 
+/// A cancel token that Ctrl-C cancels (the handler is installed once per process; a command
+/// installs it once).
 fn cancel_on_ctrl_c() -> CancelToken {
     let cancel = CancelToken::new();
-    let handler = cancel.clone();
-    let _ = ctrlc::set_handler(move || handler.cancel());
+    cancel_on_ctrl_c_all(&[&cancel]);
     cancel
+}
+
+/// Has Ctrl-C cancel every one of `tokens` (as [`cancel_on_ctrl_c`], for a command whose parts
+/// stop on different events besides Ctrl-C).
+fn cancel_on_ctrl_c_all(tokens: &[&CancelToken]) {
+    let handlers: Vec<CancelToken> = tokens.iter().map(|t| (*t).clone()).collect();
+    let _ = ctrlc::set_handler(move || handlers.iter().for_each(CancelToken::cancel));
 }
 
 /// Examples in `milo --help`.

@@ -103,10 +103,11 @@ impl SearchStatus {
     /// `quiet` shows no status line.
     pub fn new(search: &Search, verbose: bool, quiet: bool) -> SearchStatus {
         let log_path = search.dir().join(LOG_FILE);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path);
+        let log = crate::atomic_file::open_regular(
+            &log_path,
+            std::fs::OpenOptions::new().create(true).append(true),
+            crate::error::write_error(&log_path),
+        );
         let line = StatusLine::start("milo evolve", quiet);
         let log = match log {
             Ok(file) => Some(file),
