@@ -547,7 +547,8 @@ impl JsonlLineage {
     /// last line is dropped and cut off the file) and the store, ready to append.
     pub fn open(dir: &Path) -> Result<(JsonlLineage, Vec<LineageRecord>)> {
         let path = dir.join(LINEAGE_FILE);
-        if !path.is_file() {
+        // Anything there (a FIFO or a link included) is opened, and refused, by the log.
+        if std::fs::symlink_metadata(&path).is_err() {
             // A run being created holds its lock before its lineage exists: that is "busy,
             // held by PID", not "no lineage".
             if dir.join(LOCK_FILE).is_file() {
