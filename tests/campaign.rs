@@ -223,6 +223,20 @@ fn posts(arena: &MockArena) -> usize {
         .count()
 }
 
+/// Waits (at most 300 s) until the campaign in `child` has sent its first POST to `arena`;
+/// kills it and fails otherwise.
+fn await_first_post(arena: &MockArena, child: &mut std::process::Child) {
+    let started = std::time::Instant::now();
+    while posts(arena) == 0 {
+        if started.elapsed() > std::time::Duration::from_secs(300) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the campaign posted nothing within 300 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
     let dir = tempfile::tempdir().unwrap();
@@ -242,15 +256,7 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
     .stderr(std::process::Stdio::null())
     .spawn()
     .expect("milo runs");
-    let started = std::time::Instant::now();
-    while posts(&arena) == 0 {
-        if started.elapsed() > std::time::Duration::from_secs(300) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the campaign posted nothing within 300 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    await_first_post(&arena, &mut child);
     child.kill().unwrap(); // SIGKILL while the POST waits for its answer
     child.wait().unwrap();
     // Before intents were written, a kill mid-POST left no ledger at all.
@@ -301,15 +307,7 @@ fn ctrl_c_abandons_a_campaign_post_in_flight_at_once_and_leaves_it_unconfirmed()
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("milo runs");
-    let started = std::time::Instant::now();
-    while posts(&arena) == 0 {
-        if started.elapsed() > std::time::Duration::from_secs(300) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the campaign posted nothing within 300 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    await_first_post(&arena, &mut child);
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let interrupted = std::time::Instant::now();

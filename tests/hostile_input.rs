@@ -770,31 +770,6 @@ fn counts_past_their_bounds_exit_2_naming_flag_range_and_value() {
     );
 }
 
-/// Runs milo with `args`, killing it after `limit` (then `None`: it hung).
-fn milo_within(args: &[&str], limit: std::time::Duration) -> Option<Run> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("milo runs");
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    Some(Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
-}
-
 #[test]
 fn record_files_that_are_fifos_or_links_are_refused_at_once_never_blocked_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -827,13 +802,15 @@ fn record_files_that_are_fifos_or_links_are_refused_at_once_never_blocked_on() {
             EXIT_INPUT,
         ),
     ] {
-        let done = milo_within(args, limit).unwrap_or_else(|| panic!("{args:?} blocked"));
+        let done =
+            common::milo_within(args, &[], limit).unwrap_or_else(|| panic!("{args:?} blocked"));
         expect_failure(&done, code, &["a FIFO", "regular file"]);
     }
     // A symbolic link to the real lineage is not followed either.
     std::fs::remove_file(&lineage).unwrap();
     std::os::unix::fs::symlink(&kept, &lineage).unwrap();
-    let done = milo_within(&["evolve", "--resume", run, "--rounds", "2"], limit).unwrap();
+    let done =
+        common::milo_within(&["evolve", "--resume", run, "--rounds", "2"], &[], limit).unwrap();
     expect_failure(&done, EXIT_USAGE, &["a symbolic link"]);
     assert!(std::fs::symlink_metadata(&lineage).unwrap().is_symlink());
 }

@@ -81,13 +81,19 @@ pub fn milo(args: &[&str]) -> Run {
 /// Runs the `milo` binary with arguments and extra environment variables, killed if it has not
 /// ended within `limit` (then `None`).
 pub fn milo_within(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> Option<Run> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_milo"))
+    let child = Command::new(env!("CARGO_BIN_EXE_milo"))
         .args(args)
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("milo runs");
+    finish_within(child, limit)
+}
+
+/// Waits for `child` (its output piped) to end, killed if it has not ended within `limit`
+/// (then `None`).
+pub fn finish_within(mut child: std::process::Child, limit: std::time::Duration) -> Option<Run> {
     let started = std::time::Instant::now();
     while child.try_wait().expect("milo can be waited for").is_none() {
         if started.elapsed() > limit {
