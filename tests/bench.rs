@@ -507,3 +507,50 @@ fn a_run_cut_at_its_budget_before_any_step_ends_reports_its_best_start() {
         assert_eq!(summary["best_exact"].as_str().unwrap(), lower, "{summary}");
     }
 }
+
+#[test]
+fn a_run_killed_outright_keeps_the_cpu_it_spent_for_its_resume() {
+    // The CPU a run spends is saved as it goes (every 10 s of wall time), not only when the run
+    // ends: a run killed outright before its end still counts it when it resumes.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args([
+            "bench",
+            "--suite",
+            "problems/suites/default.toml",
+            "--methods",
+            "stock",
+            "--seeds",
+            "1",
+            "--no-rerun",
+            "--budget",
+            "600",
+            "--jobs",
+            "1",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(common::root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("milo runs");
+    let run = out.join("runs/stock/first-seed-1");
+    let (spent, summary) = (run.join("cpu-spent.json"), run.join("summary.json"));
+    let started = std::time::Instant::now();
+    while !spent.exists() {
+        if started.elapsed() > std::time::Duration::from_secs(300) || summary.exists() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no CPU spent was saved before the run ended");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!summary.exists(), "the run ended: nothing was tested");
+    let saved = read_json(&spent).as_f64().unwrap();
+    assert!(saved > 0.0 && saved < 600.0, "{saved}");
+}

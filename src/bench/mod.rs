@@ -176,6 +176,10 @@ fn local_threads() -> String {
 pub const CONFIG_FILE: &str = "bench.json";
 /// Name of the results file.
 pub const RESULTS_FILE: &str = "results.json";
+/// Wall time between saves of a run's CPU spent while it runs (a run killed outright loses at
+/// most this much of its count).
+const SPENT_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Name of a finished run's summary.
 pub const SUMMARY_FILE: &str = "summary.json";
 /// Name of the file holding a run's start time.
@@ -406,7 +410,15 @@ impl Bench {
                 (Ok(None), true)
             } else {
                 let run_token = CancelToken::new();
-                let cut = budget_cut::CpuCut::arm(cancel, &run_token, left, &reserve);
+                let spent_file = spent_path.clone();
+                let checkpoint = budget_cut::Checkpoint {
+                    every: SPENT_CHECKPOINT,
+                    save: Box::new(move |segment| {
+                        let _ = write_json(&spent_file, &(spent_before + segment));
+                    }),
+                };
+                let cut =
+                    budget_cut::CpuCut::arm(cancel, &run_token, left, &reserve, Some(checkpoint));
                 let ran = method.run(&ctx(run_token, false));
                 (ran, cut.reached() && !cancel.is_cancelled())
             };
