@@ -72,6 +72,16 @@ fn write(dir: &Path, name: &str, values: &[f64]) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// `better.json` in `dir`: a construction scoring below the leader's `best` by twice the
+/// threshold (a new #1).
+fn better_than_the_leader(dir: &Path, best: f64) -> String {
+    write(
+        dir,
+        "better.json",
+        &scoring_below(best - 2.0 * THRESHOLD, None),
+    )
+}
+
 /// A mock with two entries on the first problem: a leader and a weaker rival (a constant scores
 /// 2.0; these bumps about 2.027 and 2.044).
 fn mock(options: MockOptions) -> (MockArena, f64) {
@@ -137,11 +147,7 @@ fn ledger_lines(dir: &Path) -> Vec<serde_json::Value> {
 fn a_new_first_is_sent_recorded_and_followed_until_the_arena_decides() {
     let dir = tempfile::tempdir().unwrap();
     let (arena, best) = mock(MockOptions::default());
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
 
     let dry = submit(dir.path(), None, &file, &arena.base, &["--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.all());
@@ -299,11 +305,7 @@ fn rate_limits_are_waited_out_or_reported_and_a_refused_key_is_never_echoed() {
         retry_after: 1,
         ..MockOptions::default()
     });
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let waited = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
     assert_eq!(waited.code, 0, "{}", waited.all());
     assert!(waited.stderr.contains("waiting 1 s"), "{}", waited.stderr);
@@ -553,11 +555,7 @@ fn a_key_echoed_by_the_server_in_any_encoding_reaches_no_file_and_no_output() {
         ..MockOptions::default()
     };
     let arena = MockArena::start(problems, entries, options, 0);
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let sent = submit(
         dir.path(),
         Some(ECHOED_KEY),
@@ -672,11 +670,7 @@ fn a_429_asking_for_no_wait_is_retried_a_bounded_number_of_times_a_second_apart(
         retry_after: 0,
         ..MockOptions::default()
     });
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let started = Instant::now();
     let args = [
         "arena",
@@ -717,18 +711,10 @@ fn last_error_line(run: &Run) -> &str {
     run.stderr.trim().lines().last().unwrap_or_default()
 }
 
-fn posts(arena: &MockArena) -> usize {
-    arena
-        .log()
-        .iter()
-        .filter(|r| r.method == "POST" && r.target == "/api/solutions")
-        .count()
-}
-
 /// Polls `arena` until `n` submissions have reached it (at most 60 s): no sleep-and-hope.
 fn wait_for_posts(arena: &MockArena, n: usize) {
     let started = Instant::now();
-    while posts(arena) < n {
+    while arena.solution_posts() < n {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "no POST within 60 s"
@@ -745,11 +731,7 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
         unanswered_submissions: 1,
         ..MockOptions::default()
     });
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let mut child = MockArena::milo_command(
         env!("CARGO_BIN_EXE_milo"),
         dir.path(),
@@ -778,7 +760,7 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
     assert!(line.contains("may already be on"), "{line}");
     assert!(line.contains("--send-again"), "{line}");
     assert!(line.contains("milo arena status"), "{line}");
-    assert_eq!(posts(&arena), 1, "not posted twice");
+    assert_eq!(arena.solution_posts(), 1, "not posted twice");
 
     // `status` lists it as unconfirmed.
     let status = milo(
@@ -793,7 +775,7 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
     // The user is sure it never arrived: --send-again posts it, recorded against a new intent.
     let resent = submit(dir.path(), Some(KEY), &file, &arena.base, &["--send-again"]);
     assert_eq!(resent.code, 0, "{}", resent.all());
-    assert_eq!(posts(&arena), 2);
+    assert_eq!(arena.solution_posts(), 2);
     let ledger = ledger_lines(dir.path());
     let kinds: Vec<&str> = ledger.iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["intent", "intent", "submission"]);
@@ -808,7 +790,7 @@ fn a_submission_killed_mid_post_is_never_posted_again_until_sent_again_by_hand()
         "{}",
         third.stderr
     );
-    assert_eq!(posts(&arena), 2);
+    assert_eq!(arena.solution_posts(), 2);
     let status = milo(
         dir.path(),
         None,
@@ -825,11 +807,7 @@ fn a_submission_the_server_kept_but_answered_500_is_unconfirmed_and_held_back() 
         failing_submissions: 1,
         ..MockOptions::default()
     });
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let failed = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
     assert_eq!(failed.code, 4, "{}", failed.all());
     assert!(failed.stderr.contains("HTTP 500"), "{}", failed.stderr);
@@ -844,7 +822,7 @@ fn a_submission_the_server_kept_but_answered_500_is_unconfirmed_and_held_back() 
         "{}",
         again.stderr
     );
-    assert_eq!(posts(&arena), 1, "not posted twice");
+    assert_eq!(arena.solution_posts(), 1, "not posted twice");
 
     // A refusal is no doubt: after a 401 the same file is sent (to another mock) on a plain run.
     let (other, _) = mock(MockOptions::default());
@@ -862,7 +840,11 @@ fn a_submission_the_server_kept_but_answered_500_is_unconfirmed_and_held_back() 
     );
     let sent = submit(dir.path(), Some(KEY), &file, &other.base, &[]);
     assert_eq!(sent.code, 0, "{}", sent.all());
-    assert_eq!(posts(&other), 2, "the refused POST and the accepted one");
+    assert_eq!(
+        other.solution_posts(),
+        2,
+        "the refused POST and the accepted one"
+    );
 }
 
 #[test]
@@ -870,11 +852,7 @@ fn status_names_a_pending_submission_recorded_under_another_server() {
     let dir = tempfile::tempdir().unwrap();
     let (arena, best) = mock(MockOptions::default());
     let (elsewhere, _) = mock(MockOptions::default());
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let sent = submit(dir.path(), Some(KEY), &file, &arena.base, &[]);
     assert_eq!(sent.code, 0, "{}", sent.all());
     let asked_before = arena.log().len();
@@ -921,11 +899,7 @@ fn status_names_a_pending_submission_recorded_under_another_server() {
 fn a_submit_waits_for_the_ledger_lock_and_two_at_once_send_one_construction_once() {
     let dir = tempfile::tempdir().unwrap();
     let (arena, best) = mock(MockOptions::default());
-    let file = write(
-        dir.path(),
-        "better.json",
-        &scoring_below(best - 2.0 * THRESHOLD, None),
-    );
+    let file = better_than_the_leader(dir.path(), best);
     let args = ["arena", "submit", FIRST, &file, "--base-url", &arena.base];
     // While another process holds the ledger's lock, a submit sends nothing.
     let lock = milo::arena::ledger::lock(&dir.path().join("arena/ledger.jsonl")).unwrap();
@@ -937,13 +911,13 @@ fn a_submit_waits_for_the_ledger_lock_and_two_at_once_send_one_construction_once
             .unwrap();
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
-        posts(&arena),
+        arena.solution_posts(),
         0,
         "a submit posted while the ledger was locked"
     );
     drop(lock);
     assert!(waiting.wait().unwrap().success());
-    assert_eq!(posts(&arena), 1);
+    assert_eq!(arena.solution_posts(), 1);
     // A new construction, two submits of it at once: one sends, the other is held back.
     let other = write(
         dir.path(),
@@ -965,6 +939,10 @@ fn a_submit_waits_for_the_ledger_lock_and_two_at_once_send_one_construction_once
         .map(|mut c| c.wait().unwrap().code().unwrap_or(-1))
         .collect();
     codes.sort();
-    assert_eq!(posts(&arena), 2, "the second construction posted once");
+    assert_eq!(
+        arena.solution_posts(),
+        2,
+        "the second construction posted once"
+    );
     assert_eq!(codes, [0, 11], "one sent, one held back");
 }

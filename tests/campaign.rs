@@ -215,19 +215,11 @@ fn campaign_args(campaign: &Path, base: &str) -> Vec<String> {
     .to_vec()
 }
 
-fn posts(arena: &MockArena) -> usize {
-    arena
-        .log()
-        .iter()
-        .filter(|r| r.method == "POST" && r.target == "/api/solutions")
-        .count()
-}
-
 /// Waits (at most 300 s) until the campaign in `child` has sent its first POST to `arena`;
 /// kills it and fails otherwise.
 fn await_first_post(arena: &MockArena, child: &mut std::process::Child) {
     let started = std::time::Instant::now();
-    while posts(arena) == 0 {
+    while arena.solution_posts() == 0 {
         if started.elapsed() > std::time::Duration::from_secs(300) {
             let _ = child.kill();
             let _ = child.wait();
@@ -274,7 +266,7 @@ fn a_campaign_killed_mid_post_resumes_without_posting_again_and_exits_12() {
         &["campaign", "--resume", &campaign_arg],
     );
     assert_eq!(code, 12, "{stdout}{stderr}");
-    assert_eq!(posts(&arena), 1, "not posted twice");
+    assert_eq!(arena.solution_posts(), 1, "not posted twice");
     assert!(!stdout.contains("SUBMITTED"), "{stdout}");
     let last = stderr.trim().lines().last().unwrap();
     assert!(last.contains("not submitted (exit 12)"), "{last}");
@@ -334,7 +326,7 @@ fn ctrl_c_abandons_a_campaign_post_in_flight_at_once_and_leaves_it_unconfirmed()
     assert_eq!(records.len(), 2, "{ledger}");
     assert_eq!(records[1]["kind"], "submission");
     assert_eq!(records[1]["may_have_arrived"], true, "{ledger}");
-    assert_eq!(posts(&arena), 1, "nothing posted after Ctrl-C");
+    assert_eq!(arena.solution_posts(), 1, "nothing posted after Ctrl-C");
 }
 
 #[test]
@@ -350,7 +342,7 @@ fn a_campaign_whose_submission_is_refused_exits_12_and_a_resume_sends_it() {
         code, 12,
         "the search finished, the submission did not: {stdout}{stderr}"
     );
-    assert!(posts(&arena) >= 1, "it was tried");
+    assert!(arena.solution_posts() >= 1, "it was tried");
     let last = stderr.trim().lines().last().unwrap();
     assert!(last.contains("not submitted (exit 12)"), "{last}");
     assert!(last.contains("refused the key"), "{last}");

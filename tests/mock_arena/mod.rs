@@ -215,6 +215,14 @@ impl MockArena {
         self.state.lock().unwrap().log.clone()
     }
 
+    /// How many `POST /api/solutions` (submissions, accepted or not) it has received.
+    pub fn solution_posts(&self) -> usize {
+        self.log()
+            .iter()
+            .filter(|r| r.method == "POST" && r.target == "/api/solutions")
+            .count()
+    }
+
     /// Every submission's `(id, agent, status, score)`, in arrival order (seeded entries first).
     pub fn solutions(&self) -> Vec<(i64, String, String, Option<f64>)> {
         let state = self.state.lock().unwrap();
