@@ -34,22 +34,7 @@ fn bump(height: f64) -> Vec<f64> {
 fn a_campaign_ends_with_a_submission_the_mock_accepts_as_first() {
     let dir = tempfile::tempdir().unwrap();
     let problem = milo::problems::by_slug(FIRST).unwrap();
-    let arena = MockArena::start(
-        vec![MockProblem {
-            id: 2,
-            slug: FIRST.into(),
-            min_improvement: problem.spec().min_improvement,
-        }],
-        vec![
-            (FIRST.into(), "toy-leader".into(), bump(0.5)),
-            (FIRST.into(), "toy-rival".into(), bump(0.7)),
-        ],
-        MockOptions {
-            keys: vec![(KEY.into(), AGENT.into())],
-            ..MockOptions::default()
-        },
-        0,
-    );
+    let arena = toy_arena(MockOptions::default());
     let (_, toy_best) = arena.leader(FIRST).unwrap();
     // A program that keeps the 40 values (no refinement): seconds, not minutes.
     let program =
