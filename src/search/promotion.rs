@@ -7,6 +7,10 @@
 //! exactly is promoted: a `promote` move in the lineage, after which every slot on that start
 //! (every program) starts from it. The decisions read only recorded results, so a resumed run
 //! makes the same ones.
+//!
+//! The bench's baselines (`bench/methods/promotion.rs`) promote with the same rule
+//! ([`supersede`]) at the grain of a task rather than a start: each seed's run keeps its own
+//! trajectory, as a baseline's steps do.
 
 use super::round_tasks::{better_as_f64, start_of};
 use super::state::SearchState;
@@ -77,6 +81,29 @@ pub fn load(run: &Path, hash: &str, id: &str, problem: &dyn Problem) -> Result<S
         values: Arc::new(values),
         exact,
     })
+}
+
+/// The promotion rule, one for the search and the bench's baselines: the construction saved as
+/// `hash` replaces `current` (the start of `id`, a start label or task id) when it beats it
+/// exactly in the problem's direction. Returns the new start (loaded as [`load`] does, with
+/// `current`'s split), or `None` when it does not beat `current`.
+pub fn supersede(
+    run: &Path,
+    hash: &str,
+    id: &str,
+    current: &Start,
+    problem: &dyn Problem,
+) -> Result<Option<Start>> {
+    let mut start = load(run, hash, id, problem)?;
+    if !problem
+        .spec()
+        .direction
+        .better(&start.exact, &current.exact)
+    {
+        return Ok(None);
+    }
+    start.split = current.split;
+    Ok(Some(start))
 }
 
 /// A start's best saved construction of a round.

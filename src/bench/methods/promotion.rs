@@ -11,7 +11,7 @@ use super::RunContext;
 use crate::error::{MiloError, Result};
 use crate::problems::Problem;
 use crate::search::evaluation::Improvement;
-use crate::search::promotion::{address, load, save, STARTS_DIR};
+use crate::search::promotion::{address, load, save, supersede, STARTS_DIR};
 use crate::suite::Task;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -74,26 +74,23 @@ impl<'a> CurrentStarts<'a> {
     }
 
     /// Makes each discovery that beats its task's current start exactly (in the problem's
-    /// direction) that task's start, saving its construction; returns the promotions, which
-    /// the step's record must hold.
+    /// direction, [`supersede`]) that task's start, saving its construction; returns the
+    /// promotions, which the step's record must hold.
     pub fn promote(&mut self, discoveries: &[Improvement]) -> Result<Vec<Promotion>> {
-        let direction = self.problem.spec().direction;
         let mut promoted = Vec::new();
         for discovery in discoveries {
             let Some(task) = self.tasks.iter_mut().find(|t| t.id == discovery.task) else {
                 continue;
             };
-            if !direction.better(&discovery.exact, &task.start.exact) {
-                continue;
-            }
             let hash = address(&save(&self.dir, &discovery.values)?).to_string();
-            let mut start = load(&self.dir, &hash, &task.id, self.problem)?;
-            start.split = task.start.split;
+            let Some(start) = supersede(&self.dir, &hash, &task.id, &task.start, self.problem)?
+            else {
+                continue;
+            };
             task.start = Arc::new(start);
-            let file = format!("{STARTS_DIR}/{hash}.json");
             promoted.push(Promotion {
                 task: discovery.task.clone(),
-                file,
+                file: format!("{STARTS_DIR}/{hash}.json"),
             });
         }
         Ok(promoted)

@@ -110,7 +110,6 @@ impl Search {
         if !self.config().promote_discoveries {
             return Ok(());
         }
-        let direction = self.suite.problem.spec().direction;
         let bests = promotion::round_bests(&self.state, self.suite.problem.as_ref(), round);
         for best in bests {
             let recorded = self.state.events.iter().any(|e| {
@@ -129,10 +128,11 @@ impl Search {
             }
             let current = self.slot_start(slot);
             let problem = self.suite.problem.as_ref();
-            let start = promotion::load(&self.dir, &best.hash, &best.start, problem)?;
-            if !direction.better(&start.exact, &current.exact) {
+            let Some(start) =
+                promotion::supersede(&self.dir, &best.hash, &best.start, &current, problem)?
+            else {
                 continue;
-            }
+            };
             let event = EventRecord {
                 round,
                 islands: vec![],
