@@ -27,6 +27,8 @@ pub const RACE_TASKS: RangeInclusive<u64> = 1..=4_096;
 pub const SLURM_COUNT: RangeInclusive<u64> = 1..=10_000;
 /// Seed harnesses a run starts from.
 pub const SEED_HARNESSES: RangeInclusive<u64> = 1..=64;
+/// Programs a slot's archive keeps as parents (`--archive-population`).
+pub const ARCHIVE_POPULATION: RangeInclusive<u64> = 1..=1_000;
 
 /// `Ok` if `value` lies in `range`, else the one-line error naming `name`, the range and the
 /// value.

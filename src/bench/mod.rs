@@ -95,6 +95,18 @@ impl BenchConfig {
             self.search.tasks_per_round as u64,
             &bounds::TASKS_PER_ROUND,
         )?;
+        if let Some(population) = self.search.archive_population {
+            check(
+                "--archive-population",
+                population as u64,
+                &bounds::ARCHIVE_POPULATION,
+            )?;
+        }
+        check(
+            "--seed-harness (files)",
+            self.search.seed_harnesses.len().max(1) as u64,
+            &bounds::SEED_HARNESSES,
+        )?;
         crate::optimize::budget::check_seconds("--budget", self.cpu_seconds)?;
         if let crate::search::lineage::AdmissionPolicy::Race(race) = &self.search.admission {
             race.check()?;
@@ -394,7 +406,7 @@ impl Bench {
                 executor_name: &self.config.executor,
                 slurm: self.config.slurm.clone(),
                 executor: executor.clone(),
-                search: self.config.search,
+                search: self.config.search.clone(),
                 budget_spent,
                 reserve: reserve.clone(),
             };

@@ -8,6 +8,7 @@ use crate::bench::results::RunSummary;
 use crate::bench::{table, Bench, BenchConfig, BenchObserver, PlannedRun};
 use crate::bounds;
 use crate::error::{MiloError, Result, EXIT_OK};
+use crate::harness::Harness;
 use crate::search::evaluation::Quality;
 use crate::search::lineage::DEFAULT_TASKS_PER_ROUND;
 use crate::search::parts::EXECUTORS;
@@ -68,11 +69,20 @@ pub struct BenchArgs {
     /// Search tasks per harness per round of the MILO methods.
     #[arg(help_heading = headings::BUDGETS, long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
+    /// Programs each slot's archive keeps as parents in the MILO methods (see `milo evolve
+    /// --archive-population`; default 1, and for `milo-degenerate` 6, as an `alphaevolve` island).
+    #[arg(help_heading = headings::SEARCH, long, value_name = "K", value_parser = super::count::<usize>(bounds::ARCHIVE_POPULATION))]
+    archive_population: Option<usize>,
+    /// A harness file to seed the MILO methods' islands with (repeat for several; island i
+    /// starts from the i-th, in turn), e.g. `problems/harnesses/program-evolution.toml`.
+    /// Recorded whole in the benchmark. Default: each method's own seeds.
+    #[arg(help_heading = headings::SEARCH, long, value_name = "FILE")]
+    seed_harness: Vec<PathBuf>,
     /// Benchmark directory (default: runs/bench-<time>).
     #[arg(help_heading = headings::OUTPUT, long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Resume the benchmark in DIR with its own settings.
-    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "islands", "tasks_per_round"])]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "methods", "seeds", "budget", "no_rerun", "quality", "promote_discoveries", "out", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "islands", "tasks_per_round", "archive_population", "seed_harness"])]
     resume: Option<PathBuf>,
 }
 
@@ -154,6 +164,12 @@ fn start(args: &BenchArgs) -> Result<Bench> {
             admission: args.admission.policy()?,
             islands: args.islands,
             tasks_per_round: args.tasks_per_round,
+            archive_population: args.archive_population,
+            seed_harnesses: args
+                .seed_harness
+                .iter()
+                .map(|path| Harness::load(path))
+                .collect::<Result<_>>()?,
         },
     };
     let dir = args.out.clone().unwrap_or_else(|| {

@@ -266,6 +266,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         promote_discoveries: true,
         agents: None,
         admission: args.admission.policy()?,
+        archive_population: 1,
         seed_harnesses: vec![],
     };
     let search = Search::start(&campaign.run_dir(), config, args.jobs, cancel)?;

@@ -205,6 +205,11 @@ pub struct EvolveArgs {
     /// whole in the run. Default: the built-in seeds.
     #[arg(help_heading = headings::SEARCH, long, value_name = "FILE")]
     seed_harness: Vec<PathBuf>,
+    /// Programs each slot's archive keeps as parents: each task of a round runs the slot's best
+    /// with probability 1/2, else one of its K best drawn uniformly (program evolution's
+    /// population; 1: always the best).
+    #[arg(help_heading = headings::SEARCH, long, value_name = "K", default_value_t = 1, value_parser = super::count::<usize>(bounds::ARCHIVE_POPULATION))]
+    archive_population: usize,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.
     #[arg(help_heading = headings::BUDGETS, long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
@@ -224,7 +229,7 @@ pub struct EvolveArgs {
     /// Resume the run in DIR from its lineage (other settings, the parts among them, are read
     /// from it; --jobs applies). With --rounds N (in all) or --hours H a run, finished or not,
     /// goes on to the new limit, and the lineage records it.
-    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness"])]
+    #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness", "archive_population"])]
     resume: Option<PathBuf>,
 }
 
@@ -316,6 +321,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         promote_discoveries: args.promote_discoveries,
         agents,
         admission: args.admission.policy()?,
+        archive_population: args.archive_population,
         seed_harnesses: args
             .seed_harness
             .iter()

@@ -273,30 +273,14 @@ impl Harness {
     /// rules, no re-run of the parent, the whole budget on the revision. Under it the built-in
     /// agent's revision is program evolution's mutation step (the edit draw is tested below);
     /// the `milo-degenerate` benchmark method runs MILO's own machinery with it and harness
-    /// evolution off, against `alphaevolve`.
+    /// evolution off, against `alphaevolve`. Its file, `problems/harnesses/program-evolution.toml`,
+    /// can seed a run (`--seed-harness`).
     pub fn program_evolution() -> Harness {
-        Harness {
-            name: "program-evolution".into(),
-            description: "One edit of a uniformly drawn kind to the parent program, run on \
-                          most of the budget: program evolution's mutation step."
-                .into(),
-            programs: 1,
-            edits_per_program: 1,
-            revise: RevisionBase::Parent,
-            run_from: RunFrom::Start,
-            tune_range: 4.0,
-            stop_after_failures: 0,
-            triage: 0.0,
-            verify_top: 2,
-            budget: BudgetSplit {
-                minimal: 0.0,
-                explore: 1.0,
-                reserve: 0.0,
-            },
-            menu: EditKind::ALL.iter().map(|&k| (k, 1.0)).collect(),
-            rules: Vec::new(),
-            racing: None,
-            llm: None,
+        let text = include_str!("../../problems/harnesses/program-evolution.toml");
+        let origin = Path::new("problems/harnesses/program-evolution.toml");
+        match Harness::parse(text, origin) {
+            Ok(h) => h,
+            Err(e) => panic!("embedded program-evolution harness is broken: {e}"),
         }
     }
 
@@ -481,6 +465,13 @@ mod tests {
         use rand::SeedableRng;
         let harness = Harness::program_evolution();
         harness.check().unwrap();
+        // One program of one edit to the task's parent, from the start, on the whole budget.
+        assert_eq!((harness.programs, harness.edits_per_program), (1, 1));
+        assert_eq!(harness.revise, RevisionBase::Parent);
+        assert_eq!(harness.run_from, RunFrom::Start);
+        assert_eq!(harness.budget.minimal, 0.0);
+        assert_eq!(harness.budget.reserve, 0.0);
+        assert!(harness.rules.is_empty());
         let menu = EditMenu::new(&harness.edit_weights(&[Evidence::Stalled])).unwrap();
         let uniform = EditMenu::uniform();
         for seed in 0..50 {

@@ -817,6 +817,7 @@ mod tests {
             promote_discoveries: false,
             agents: None,
             admission: Default::default(),
+            archive_population: 1,
             seed_harnesses: vec![],
         };
         let shared = "name = \"p\"\n";

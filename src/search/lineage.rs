@@ -86,6 +86,13 @@ pub struct RunConfig {
     /// How children are admitted (absent in older lineages: `paired`).
     #[serde(default)]
     pub admission: AdmissionPolicy,
+    /// Programs each slot's archive keeps as parents, drawn from per task
+    /// ([`super::archive`]; `--archive-population`; absent: 1, the slot's best).
+    #[serde(
+        default = "default_archive_population",
+        skip_serializing_if = "is_default_archive_population"
+    )]
+    pub archive_population: usize,
     /// The seed harnesses the islands start from, in turn, recorded whole (`--seed-harness`;
     /// empty: the built-in seeds for the writer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -107,6 +114,11 @@ impl RunConfig {
             "--tasks-per-round",
             self.tasks_per_round as u64,
             &bounds::TASKS_PER_ROUND,
+        )?;
+        check(
+            "--archive-population",
+            self.archive_population as u64,
+            &bounds::ARCHIVE_POPULATION,
         )?;
         if self.task_evaluations == Some(0) {
             return Err("--task-evaluations must be at least 1, got 0".into());
@@ -159,6 +171,14 @@ pub const DEFAULT_TASKS_PER_ROUND: usize = 8;
 
 fn default_tasks_per_round() -> usize {
     DEFAULT_TASKS_PER_ROUND
+}
+
+fn default_archive_population() -> usize {
+    1
+}
+
+fn is_default_archive_population(population: &usize) -> bool {
+    *population == default_archive_population()
 }
 
 /// The orchestrator a run uses unless it names one.
@@ -635,6 +655,7 @@ mod tests {
             promote_discoveries: false,
             agents: None,
             admission: AdmissionPolicy::Paired,
+            archive_population: 1,
             seed_harnesses: vec![],
         }
     }

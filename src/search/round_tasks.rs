@@ -65,13 +65,13 @@ pub struct SlotStart {
     pub program: Arc<Program>,
 }
 
-/// The `count` search tasks of `round` over `slots` in turn, each from `current(slot)`.
+/// The `count` search tasks of `round` over `slots` in turn, task `k` from `current(slot, k)`.
 pub fn search_tasks(
     slots: &[&Slot],
     run_seed: u64,
     round: usize,
     count: usize,
-    current: impl Fn(&Slot) -> SlotStart,
+    current: impl Fn(&Slot, usize) -> SlotStart,
 ) -> Vec<Task> {
     if slots.is_empty() {
         return Vec::new();
@@ -80,7 +80,7 @@ pub fn search_tasks(
     (0..count.max(1))
         .map(|k| {
             let slot = slots[k % slots.len()];
-            let SlotStart { start, program } = current(slot);
+            let SlotStart { start, program } = current(slot, k);
             Task {
                 id: format!("{}/r{round}k{k}", slot.id),
                 split: Split::Search,
@@ -175,7 +175,7 @@ mod tests {
         assert_eq!(all.len(), 2, "two search starts × one program");
         assert_eq!(slot_of(&suite.search_tasks().next().unwrap().id), all[0].id);
         let refs: Vec<&Slot> = all.iter().collect();
-        let current = |s: &Slot| SlotStart {
+        let current = |s: &Slot, _k: usize| SlotStart {
             start: s.template.start.clone(),
             program: s.template.program.clone(),
         };

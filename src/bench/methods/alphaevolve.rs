@@ -17,6 +17,7 @@ use crate::harness::Harness;
 use crate::program::edits::{self, EditContext, EditMenu};
 use crate::program::Program;
 use crate::runner::derive_seed;
+use crate::search::archive;
 use crate::suite::{sha256_hex, Task};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -42,9 +43,9 @@ impl Default for ProgramEvolution {
     fn default() -> Self {
         ProgramEvolution {
             islands: 3,
-            capacity: 6,
+            capacity: archive::PROGRAM_EVOLUTION_POPULATION,
             migrate_every: 4,
-            exploit: 0.5,
+            exploit: archive::EXPLOIT,
             tune_range: 4.0,
         }
     }

@@ -13,9 +13,10 @@
 //!
 //! Every variant has the program archive and, with `--promote-discoveries`, promoted starts;
 //! `milo-frozen` isolates what evolving harnesses adds to them. `milo-degenerate` seeds every
-//! island with [`Harness::program_evolution`] (one uniformly drawn edit to the slot's best
-//! program, the whole budget, no re-run of the parent): MILO's machinery doing program
-//! evolution, to be measured against `alphaevolve`.
+//! island with [`Harness::program_evolution`] (one uniformly drawn edit to the task's parent
+//! program, the whole budget, no re-run of the parent) and keeps a population of programs per
+//! slot like an `alphaevolve` island's (each task's parent drawn from the slot's 6 best):
+//! MILO's machinery doing program evolution, to be measured against `alphaevolve`.
 
 use super::super::trajectory::{Trajectory, TrajectoryStep};
 use super::{Method, RunContext};
@@ -25,19 +26,20 @@ use crate::search::evolve::{Search, SearchObserver, Stop};
 use crate::search::lineage::{
     AdmissionPolicy, Components, ParentChoice, RunConfig, DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
-use crate::search::mutators;
 use crate::search::parts::{LINEAGE_STORES, ORCHESTRATORS};
+use crate::search::{archive, mutators};
 use serde::{Deserialize, Serialize};
 
 /// Islands of the island rungs (as `milo evolve`'s default).
 const ISLANDS: usize = 3;
 
-/// Rounds without a validation gain before the orchestrator is consulted (as `milo evolve`).
+/// Rounds without a gain in an island's search quality before the orchestrator is consulted
+/// (as `milo evolve`).
 const PATIENCE: usize = 3;
 
 /// How a benchmark's MILO methods search (`milo bench --admission … --islands …
 /// --tasks-per-round …`; absent in older benchmarks: the defaults).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SearchKnobs {
     /// How children are admitted.
@@ -47,6 +49,14 @@ pub struct SearchKnobs {
     pub islands: Option<usize>,
     /// Search tasks per harness per round.
     pub tasks_per_round: usize,
+    /// Programs each slot's archive keeps as parents (absent: the variant's own, see
+    /// [`SearchVariant::archive_population`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_population: Option<usize>,
+    /// The islands' seed harnesses, recorded whole (`--seed-harness`; empty: each variant's own).
+    /// `milo-degenerate` keeps its one harness whatever this says.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub seed_harnesses: Vec<Harness>,
 }
 
 impl Default for SearchKnobs {
@@ -55,6 +65,8 @@ impl Default for SearchKnobs {
             admission: AdmissionPolicy::Paired,
             islands: None,
             tasks_per_round: DEFAULT_TASKS_PER_ROUND,
+            archive_population: None,
+            seed_harnesses: Vec::new(),
         }
     }
 }
@@ -67,6 +79,9 @@ pub struct SearchVariant {
     components: Components,
     /// The islands' seed harnesses (empty: the built-in seeds).
     seeds: Vec<Harness>,
+    /// Programs each slot's archive keeps as parents unless the benchmark says otherwise:
+    /// `milo-degenerate` keeps a population like an `alphaevolve` island's, the rest 1.
+    archive_population: usize,
 }
 
 /// The variant called `name` (`milo` and `ladder-e` are the full method).
@@ -132,9 +147,12 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
         ),
         _ => return None,
     };
-    let seeds = match name {
-        "milo-degenerate" => vec![Harness::program_evolution()],
-        _ => vec![],
+    let (seeds, archive_population) = match name {
+        "milo-degenerate" => (
+            vec![Harness::program_evolution()],
+            archive::PROGRAM_EVOLUTION_POPULATION,
+        ),
+        _ => (vec![], 1),
     };
     Some(SearchVariant {
         name,
@@ -142,6 +160,7 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
         mutators,
         components,
         seeds,
+        archive_population,
     })
 }
 
@@ -186,7 +205,14 @@ impl Method for SearchVariant {
                 promote_discoveries: ctx.promote,
                 agents: None,
                 admission: ctx.search.admission,
-                seed_harnesses: self.seeds.clone(),
+                archive_population: ctx
+                    .search
+                    .archive_population
+                    .unwrap_or(self.archive_population),
+                seed_harnesses: match (self.name, ctx.search.seed_harnesses.is_empty()) {
+                    ("milo-degenerate", _) | (_, true) => self.seeds.clone(),
+                    _ => ctx.search.seed_harnesses.clone(),
+                },
             };
             Search::start(ctx.dir, config, ctx.jobs, ctx.cancel.clone())?
         };

@@ -43,13 +43,15 @@ impl Search {
             }
         }
         let problem = self.suite.problem.as_ref();
-        let programs = archive::best_programs(&self.state, problem, round);
         let config = self.config();
         let (seed, count) = (config.seed, config.tasks_per_round);
-        let current = |slot: &Slot| SlotStart {
+        let populations =
+            archive::populations(&self.state, problem, round, config.archive_population);
+        let current = |slot: &Slot, k: usize| SlotStart {
             start: self.slot_start(slot),
-            program: programs
+            program: populations
                 .get(&slot.id)
+                .and_then(|population| archive::draw(population, seed, round, k))
                 .and_then(|entry| Program::parse(&entry.program, Path::new("archive")).ok())
                 .map(Arc::new)
                 .unwrap_or_else(|| slot.template.program.clone()),

@@ -267,6 +267,7 @@ fn settings(rounds: usize) -> RunConfig {
         promote_discoveries: false,
         agents: None,
         admission: Default::default(),
+        archive_population: 1,
         seed_harnesses: vec![],
     }
 }

@@ -44,6 +44,7 @@ impl Lineage {
             promote_discoveries: false,
             agents: None,
             admission: Default::default(),
+            archive_population: 1,
             seed_harnesses: vec![],
         };
         Lineage {
