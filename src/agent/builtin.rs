@@ -29,6 +29,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
 
+/// Draws of a revision before its slot is given up, when no drawn edit applies (a `delete` of
+/// a program's only optimizer stage, a resolution change past the problem's limits, …).
+const REVISION_DRAWS: usize = 20;
+
 /// The deterministic, offline optimizer-writing agent.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BuiltinWriter;
@@ -97,10 +101,10 @@ impl OptimizerWriter for BuiltinWriter {
         let mut exploration = Exploration::new(task, harness, evidence, ledger);
         let drawn: Vec<(Program, Vec<String>)> = match &harness.racing {
             Some(racing) => (1..racing.candidates)
-                .filter_map(|_| exploration.entrant())
+                .filter_map(|_| exploration.edited_revision())
                 .collect(),
             None => (0..harness.programs)
-                .filter_map(|_| exploration.revision())
+                .filter_map(|_| exploration.edited_revision())
                 .collect(),
         };
         Some(drawn.iter().map(|(program, _)| program.to_toml()).collect())
@@ -172,6 +176,15 @@ impl<'a> Exploration<'a> {
         Some((program, applied))
     }
 
+    /// A revision that applied an edit: the first of `REVISION_DRAWS` draws where one did
+    /// (`None`: none did, or there is no menu). In turn and racing both draw this way, and so
+    /// does a dry run's plan.
+    pub fn edited_revision(&mut self) -> Option<(Program, Vec<String>)> {
+        (0..REVISION_DRAWS)
+            .map_while(|_| self.revision())
+            .find(|(_, applied)| !applied.is_empty())
+    }
+
     /// The construction a revision runs from (per `run_from`) and its exact score.
     pub fn incumbent(&self) -> (Vec<f64>, BigRational) {
         match self.harness.run_from {
@@ -210,13 +223,13 @@ impl<'a> Exploration<'a> {
             if allotment.is_empty() || allotment.below(harness.triage, per_program) {
                 break;
             }
-            let Some((program, applied)) = self.revision() else {
+            if self.menu.is_none() {
                 break;
-            };
-            if applied.is_empty() {
+            }
+            let Some((program, applied)) = self.edited_revision() else {
                 failures += 1;
                 continue;
-            }
+            };
             let (from, from_exact) = self.incumbent();
             let outcome = run_on(
                 self.task,

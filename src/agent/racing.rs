@@ -14,9 +14,6 @@ use crate::harness::Racing;
 use crate::program::Program;
 use num_rational::BigRational;
 
-/// Draws of a revision before a first-rung slot is given up (when no edit applies).
-const REVISION_DRAWS: usize = 3;
-
 /// Seed index of the first race run (the minimal run is 0, the reserve 1,000).
 const FIRST_RUN_INDEX: u64 = 1;
 
@@ -42,7 +39,7 @@ impl Exploration<'_> {
             score: f64::NAN,
         }];
         for _ in 1..racing.candidates {
-            if let Some((program, applied)) = self.entrant() {
+            if let Some((program, applied)) = self.edited_revision() {
                 entrants.push(Entrant {
                     program,
                     label: applied,
@@ -93,14 +90,6 @@ impl Exploration<'_> {
             }
         }
         Ok(left)
-    }
-
-    /// A revision for a first-rung slot: the first of `REVISION_DRAWS` draws where an edit
-    /// applied (`None`: none did, or there is no menu).
-    pub(super) fn entrant(&mut self) -> Option<(Program, Vec<String>)> {
-        (0..REVISION_DRAWS)
-            .filter_map(|_| self.revision())
-            .find(|(_, applied)| !applied.is_empty())
     }
 }
 
