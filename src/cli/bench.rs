@@ -165,11 +165,7 @@ fn start(args: &BenchArgs) -> Result<Bench> {
             islands: args.islands,
             tasks_per_round: args.tasks_per_round,
             archive_population: args.archive_population,
-            seed_harnesses: args
-                .seed_harness
-                .iter()
-                .map(|path| Harness::load(path))
-                .collect::<Result<_>>()?,
+            seed_harnesses: Harness::load_all(&args.seed_harness)?,
         },
     };
     let dir = args.out.clone().unwrap_or_else(|| {

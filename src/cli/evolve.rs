@@ -322,11 +322,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
         agents,
         admission: args.admission.policy()?,
         archive_population: args.archive_population,
-        seed_harnesses: args
-            .seed_harness
-            .iter()
-            .map(|path| Harness::load(path))
-            .collect::<Result<_>>()?,
+        seed_harnesses: Harness::load_all(&args.seed_harness)?,
     };
     Search::start(&dir, config, args.jobs, cancel)
 }

@@ -30,7 +30,7 @@ pub use crate::runner::evidence::Evidence;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether each revision edits the parent program or the best revision so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,6 +147,11 @@ impl Harness {
     pub fn load(path: &Path) -> Result<Harness> {
         let text = read_text_capped(path, CONFIG_CAP, "harness")?;
         Harness::parse(&text, path)
+    }
+
+    /// Loads each of `paths` ([`Harness::load`]): a run's `--seed-harness` files, in order.
+    pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Harness>> {
+        paths.iter().map(|path| Harness::load(path)).collect()
     }
 
     /// The harness as TOML text (parses back to an equal harness).
