@@ -17,6 +17,11 @@ const GIB: u64 = 1 << 30;
 /// The largest `max_len` of any problem (the second autocorrelation inequality's); a test in
 /// [`crate::problems`] holds every problem to it.
 pub const LARGEST_MAX_LEN: u64 = 2_000_000;
+/// Most values a construction may hold as it is read: twice [`LARGEST_MAX_LEN`] (room for
+/// `--allow-oversize`). A file holding more is refused while it is read, so the values of a
+/// refused file cost at most 32 MB (a [`CONSTRUCTION_CAP`] file of `0,0,…` would otherwise be
+/// 65 million values, 520 MB).
+pub const MOST_VALUES: usize = 2 * LARGEST_MAX_LEN as usize;
 /// Bytes one value may take in a construction file: a shortest round-trip float64 is at most
 /// 24 characters, with room for separators, indentation and longer decimal expansions.
 pub const BYTES_PER_VALUE: u64 = 64;
@@ -30,9 +35,14 @@ pub const CONFIG_CAP: u64 = 16 * MIB;
 /// Largest record file read whole: the arena ledger, benchmark records, spool tasks, results and
 /// job lists, pull summaries: 1 GiB.
 pub const RECORDS_CAP: u64 = GIB;
-/// Largest line of a JSON-lines record file read line by line (lineages, benchmark steps):
-/// 256 MiB.
-pub const RECORD_LINE_CAP: u64 = 256 * MIB;
+/// Largest line of a JSON-lines record file (lineages, benchmark steps, the arena ledger): what
+/// one record can legitimately hold, 64 MiB. The largest text a record quotes is a diff of two
+/// definition files (a node's edit: old and new harness, each at most [`CONFIG_CAP`]; a step's
+/// program; a ledger's leaderboard is an answer of at most 16 MiB), and JSON escaping at most
+/// doubles the bytes of TOML text (tab, newline, quote and backslash become two bytes; other
+/// control characters are not TOML): 2 × 2 × [`CONFIG_CAP`]. A refused line costs at most this
+/// much memory, well under 200 MB.
+pub const RECORD_LINE_CAP: u64 = 2 * 2 * CONFIG_CAP;
 /// Largest arena credentials file (one short key): 64 KiB.
 pub const CREDENTIALS_CAP: u64 = 64 * KIB;
 
@@ -308,7 +318,7 @@ mod tests {
     fn sizes_read_as_people_write_caps() {
         assert_eq!(size_text(CONSTRUCTION_CAP), "124 MiB");
         assert_eq!(size_text(CONFIG_CAP), "16 MiB");
-        assert_eq!(size_text(RECORD_LINE_CAP), "256 MiB");
+        assert_eq!(size_text(RECORD_LINE_CAP), "64 MiB");
         assert_eq!(size_text(CREDENTIALS_CAP), "64 KiB");
         assert_eq!(size_text(1000), "1000 bytes");
     }

@@ -62,6 +62,7 @@ pub mod problems;
 pub mod program;
 pub mod records;
 pub mod report;
+pub mod retry_after;
 pub mod runner;
 pub mod sandbox;
 pub mod search;

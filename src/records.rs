@@ -3,7 +3,8 @@
 //! Every record is one line, appended and synced before the caller goes on. Reading back
 //! tolerates a torn last line (a run killed mid-write): it is dropped, and [`AppendLog::open`]
 //! cuts it off the file so appends continue on a clean line. A bad line before the last is
-//! corruption, reported with its line number. Only regular files are read or appended to (a
+//! corruption, reported with its line number; a line past [`RECORD_LINE_CAP`] is refused, and a
+//! refused file costs at most one line of memory ([`read_records`]). Only regular files are read or appended to (a
 //! symbolic link, a FIFO or a device there is refused, never followed or blocked on). Each line is scrubbed of the secrets in use
 //! ([`secrets::scrub_json`]) before it is written: a record may quote a server or a model.
 
@@ -76,14 +77,29 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
 }
 
 /// Reads the records of a file and the byte length of its complete lines. A last line without
-/// its newline, or that does not parse, is a torn write and is dropped; a bad line before the
-/// last is corruption and an error naming the line; a line longer than [`RECORD_LINE_CAP`] is an
-/// error naming the line and the cap (the file is read line by line, so one line bounds memory
-/// beyond the records themselves).
+/// its newline, or that does not parse, is a torn write and is dropped; a blank line is skipped;
+/// a bad line before the last is corruption and an error naming the line; a line longer than
+/// [`RECORD_LINE_CAP`] is an error naming the line and the cap.
+///
+/// The file is read twice, line by line: first every line is checked and dropped, then the
+/// records of its good part are kept. So a refused file costs at most one line of memory,
+/// however many good records come before its bad line.
 pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
-    let file = open_regular(path, OpenOptions::new().read(true), read_error(path))?;
-    let mut reader = BufReader::new(file);
+    let good = each_record::<T>(path, u64::MAX, drop)?;
     let mut records = Vec::new();
+    each_record(path, good, |record| records.push(record))?;
+    Ok((records, good))
+}
+
+/// Reads the first `length` bytes of `path` line by line as [`read_records`] describes, handing
+/// each record to `keep`; the byte length of its complete, good lines.
+fn each_record<T: DeserializeOwned>(
+    path: &Path,
+    length: u64,
+    mut keep: impl FnMut(T),
+) -> Result<u64> {
+    let file = open_regular(path, OpenOptions::new().read(true), read_error(path))?;
+    let mut reader = BufReader::new(file.take(length));
     let mut good = 0u64;
     let mut line = Vec::new();
     let mut number = 0;
@@ -110,15 +126,31 @@ pub fn read_records<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, u64)> {
             }
             break;
         }
+        if line.trim_ascii().is_empty() {
+            good += read as u64;
+            continue;
+        }
         match serde_json::from_slice::<T>(line.trim_ascii_end()) {
             Ok(record) => {
-                records.push(record);
+                keep(record);
                 good += read as u64;
             }
-            Err(e) => pending_error = Some(format!("line {number}: {e}")),
+            Err(e) => pending_error = Some(format!("line {number}: {}", excerpt(&e.to_string()))),
         }
     }
-    Ok((records, good))
+    Ok(good)
+}
+
+/// Characters of a parse error quoted in a message (serde quotes a whole string of the wrong
+/// type, which may be most of a line of 64 MiB).
+const ERROR_CHARS: usize = 300;
+
+/// `message` cut to [`ERROR_CHARS`] characters, `…` marking a cut.
+fn excerpt(message: &str) -> String {
+    match message.char_indices().nth(ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_string(),
+    }
 }
 
 /// Seconds since the Unix epoch, now: the timestamp records carry.
@@ -145,7 +177,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            message.contains("line 2 is past its size cap of 256 MiB"),
+            message.contains("line 2 is past its size cap of 64 MiB"),
             "{message}"
         );
         // One byte shorter, it is a torn last line: dropped, the first record kept.
@@ -153,5 +185,30 @@ mod tests {
         let (records, good) = read_records::<serde_json::Value>(&path).unwrap();
         assert_eq!(records, [serde_json::json!({"n": 1})]);
         assert_eq!(good, first_line);
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    struct Numbered {
+        #[allow(dead_code)]
+        n: u64,
+    }
+
+    #[test]
+    fn a_bad_line_is_named_in_one_short_line_and_blank_lines_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let long = format!("\"{}\"", "a".repeat(100_000));
+        std::fs::write(&path, format!("{{\"n\": 1}}\n\n{long}\n{{\"n\": 2}}\n")).unwrap();
+        let message = read_records::<Numbered>(&path).unwrap_err().to_string();
+        assert!(
+            message.contains("line 3: invalid type: string"),
+            "{message}"
+        );
+        assert!(message.len() < 1000, "{} bytes", message.len());
+        assert!(!message.contains('\n'));
+        std::fs::write(&path, "{\"n\": 1}\n  \n{\"n\": 2}\n{\"n\"").unwrap();
+        let (records, good) = read_records::<Numbered>(&path).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(good, "{\"n\": 1}\n  \n{\"n\": 2}\n".len() as u64);
     }
 }

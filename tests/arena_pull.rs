@@ -666,11 +666,41 @@ fn more_entries_than_asked_are_dropped_and_an_oversized_body_is_refused() {
         2
     );
 
-    // One entry of the first problem may hold 100,000 values: a body far beyond that is cut off
-    // while it is read, not buffered whole.
-    let huge = format!("[{}]", "1,".repeat(15_000_000));
-    let server = arena_server(huge);
-    let refused = expect_failure(&server.base, &["--limit", "1"], FIRST, 4, &["larger than"]);
+    // One entry of the first problem may hold 100,000 values, 3.2 MB: an entry of 5 MB (its
+    // values padded with spaces) is refused as soon as it passes its cap, even when the whole
+    // answer is within what `--limit 2` allows.
+    let padded = format!(
+        r#"[{{"id": 1, "agentName": "a", "score": 1.0, "createdAt": "x", "data": {{"values": [1,{}1]}}}}]"#,
+        " ".repeat(5_000_000)
+    );
+    let server = arena_server(padded);
+    let refused = expect_failure(
+        &server.base,
+        &["--limit", "2"],
+        FIRST,
+        4,
+        &[
+            "at [0]",
+            "an entry is past its size cap of",
+            "100000 values",
+        ],
+    );
+    assert!(refused.stderr.len() < 1000);
+    // Entries within their cap but past the answer's (those after the limit are read, then
+    // dropped): cut off while read, not buffered whole.
+    let small = format!(
+        r#"{{"id": 1, "agentName": "a", "score": 1.0, "createdAt": "x", "data": {{"values": [1,{}1]}}}}"#,
+        " ".repeat(1_000_000)
+    );
+    let many = format!("[{}]", vec![small; 40].join(","));
+    let server = arena_server(many);
+    let refused = expect_failure(
+        &server.base,
+        &["--limit", "1"],
+        FIRST,
+        4,
+        &["the response is past its size cap of", "(--limit 1)"],
+    );
     assert!(refused.stderr.len() < 1000);
 }
 

@@ -946,3 +946,63 @@ fn a_submit_waits_for_the_ledger_lock_and_two_at_once_send_one_construction_once
     );
     assert_eq!(codes, [0, 11], "one sent, one held back");
 }
+
+/// Whether the process `pid` is waiting for a file lock (a blocked waiter in `/proc/locks`).
+fn waits_for_a_lock(pid: u32) -> bool {
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    let pid = pid.to_string();
+    locks
+        .lines()
+        .any(|l| l.contains("->") && l.split_whitespace().any(|field| field == pid))
+}
+
+#[test]
+fn a_status_record_is_appended_only_under_the_ledger_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let (arena, best) = mock(MockOptions::default());
+    let file = better_than_the_leader(dir.path(), best);
+    let sent = milo(
+        dir.path(),
+        Some(KEY),
+        &["arena", "submit", FIRST, &file, "--base-url", &arena.base],
+    );
+    assert_eq!(sent.code, 0, "{}", sent.all());
+    let path = dir.path().join("arena/ledger.jsonl");
+    let before = std::fs::read(&path).unwrap();
+    // While another process holds the lock (it may be cutting a torn line or appending), a
+    // status check waits for it before it touches the ledger.
+    let lock = milo::arena::ledger::lock(&path).unwrap();
+    let mut status = MockArena::milo_command(
+        env!("CARGO_BIN_EXE_milo"),
+        dir.path(),
+        None,
+        &["arena", "status", "--base-url", &arena.base],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let started = std::time::Instant::now();
+    while !waits_for_a_lock(status.id()) {
+        if let Some(code) = status.try_wait().unwrap() {
+            panic!("`arena status` ended ({code}) without waiting for the ledger lock");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "`arena status` neither waited for the lock nor ended in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "nothing appended while the lock is held"
+    );
+    drop(lock);
+    assert!(status.wait().unwrap().success());
+    let kinds: Vec<String> = ledger_lines(dir.path())
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["intent", "submission", "status"]);
+}

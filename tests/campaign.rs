@@ -303,6 +303,11 @@ fn ctrl_c_abandons_a_campaign_post_in_flight_at_once_and_leaves_it_unconfirmed()
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert_eq!(status.code(), Some(12), "{stderr}");
     assert!(stderr.contains("abandoned in flight"), "{stderr}");
+    let last = stderr.trim().lines().last().unwrap();
+    assert!(
+        last.contains("the search was stopped (Ctrl-C), but its best was not submitted"),
+        "a stopped search is not called finished: {last}"
+    );
     let ledger = std::fs::read_to_string(campaign.join("ledger.jsonl")).unwrap();
     let records: Vec<serde_json::Value> = ledger
         .lines()

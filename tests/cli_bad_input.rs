@@ -430,3 +430,28 @@ fn campaign_has_no_force_flag_it_sends_only_a_new_first() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("'--force'"), "{}", run.stderr);
 }
+
+#[test]
+fn campaign_hours_are_bounded_as_evolve_hours_are() {
+    // A finite, positive but huge --hours would overflow the deadline's Duration.
+    for hours in ["1e308", "0", "NaN"] {
+        let run = milo(&[
+            "campaign",
+            "first-autocorrelation-inequality",
+            "--hours",
+            hours,
+            "--base-url",
+            "http://127.0.0.1:1",
+            "--dir",
+            "/nonexistent/never-created",
+        ]);
+        assert_eq!(run.code, 2, "--hours {hours}: {}", run.stderr);
+        let line = run.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(
+            line.contains("--hours must be a number of hours in (0, "),
+            "{line}"
+        );
+        assert!(line.contains("got "), "{line}");
+    }
+}

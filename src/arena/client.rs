@@ -213,6 +213,26 @@ struct WireSolution {
 }
 
 impl WireSolution {
+    /// This entry with its strings scrubbed of the secrets in use.
+    fn scrubbed(self) -> WireSolution {
+        let scrub = |text: String| secrets::scrub(&text).into_owned();
+        WireSolution {
+            id: match self.id {
+                ArenaId::Text(text) => ArenaId::Text(scrub(text)),
+                number => number,
+            },
+            agent_name: scrub(self.agent_name),
+            created_at: scrub(self.created_at),
+            ..self
+        }
+    }
+
+    /// Checks the id ([`ArenaId::check`]), then parses `data` ([`WireSolution::parse`]).
+    fn check(self, rank: usize) -> std::result::Result<ArenaSolution, String> {
+        self.id.check(&format!("rank {rank}: the solution id"))?;
+        self.parse(rank)
+    }
+
     /// Parses `data` exactly as a construction file is read; the error names what is wrong (no
     /// `values`, an empty array, a non-numeric entry with its index and token).
     fn parse(self, rank: usize) -> std::result::Result<ArenaSolution, String> {
@@ -250,27 +270,34 @@ pub struct ArenaClient {
     cancel: CancelToken,
 }
 
-/// What one request came to (see [`ArenaClient::exchange`]).
-pub(super) enum Exchange {
+/// What one request came to (see [`ArenaClient::exchange`]); `B` is what was made of its body.
+pub(super) enum Exchange<B = std::result::Result<Vec<u8>, ureq::Error>> {
     /// No answer: the request failed before a status came back.
     Failed(ureq::Error),
     /// Abandoned in flight: the client's cancel token was cancelled.
     Abandoned,
     /// A status came back.
-    Answered(Answered),
+    Answered(Answered<B>),
 }
 
-/// An answer as read: its status, the headers milo looks at, and its body (or why reading it
-/// failed).
-pub(super) struct Answered {
+/// An answer as read: its status, the headers milo looks at, and what was made of its body (by
+/// default the body, at most the limit asked for, or why reading it failed).
+pub(super) struct Answered<B = std::result::Result<Vec<u8>, ureq::Error>> {
     /// The HTTP status.
     pub status: u16,
     /// The `Location` header, control characters dropped.
     pub location: Option<String>,
     /// The `Retry-After` header.
     pub retry_after: Option<String>,
-    /// The body, at most the limit asked for.
-    pub body: std::result::Result<Vec<u8>, ureq::Error>,
+    /// The body as read.
+    pub body: B,
+}
+
+/// What `GET /api/solutions/best` came to: for a success, the entries as handed over one by
+/// one (or why that stopped); for any other status, the start of the body.
+enum SolutionsBody<T> {
+    Entries(Result<Vec<T>>),
+    Other(std::result::Result<Vec<u8>, ureq::Error>),
 }
 
 /// What a request abandoned on cancel says.
@@ -334,6 +361,23 @@ impl ArenaClient {
             + Send
             + 'static,
     ) -> Exchange {
+        self.exchange_with(build, move |_, body| {
+            body.with_config().limit(body_limit).read_to_vec()
+        })
+    }
+
+    /// As [`ArenaClient::exchange`], the body handed to `read` with the answer's status (which
+    /// reads it as it arrives, within whatever limit it sets).
+    fn exchange_with<B: Send + 'static>(
+        &self,
+        build: impl FnOnce(
+                &ureq::Agent,
+            )
+                -> std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>
+            + Send
+            + 'static,
+        read: impl FnOnce(u16, &mut ureq::Body) -> B + Send + 'static,
+    ) -> Exchange<B> {
         let agent = self.agent.clone();
         let work = move || {
             let mut response = match build(&agent) {
@@ -349,11 +393,7 @@ impl ArenaClient {
             };
             let (location, retry_after) = (header("location"), header("retry-after"));
             let status = response.status().as_u16();
-            let body = response
-                .body_mut()
-                .with_config()
-                .limit(body_limit)
-                .read_to_vec();
+            let body = read(status, response.body_mut());
             Exchange::Answered(Answered {
                 status,
                 location,
@@ -435,37 +475,85 @@ impl ArenaClient {
         Ok(status)
     }
 
-    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first; the answer may
-    /// hold at most `limit` entries of `max_values` values (more entries than asked for are
-    /// dropped; a longer body is refused before it is all read).
-    pub fn best_solutions(
+    /// The best `limit` (1…[`MAX_LIMIT`]) solutions of a problem, best first, each handed to
+    /// `each` (with its rank, from 1) as soon as it has arrived, and what `each` made of them.
+    ///
+    /// The answer is read as it arrives, one entry at a time, so memory holds one entry, never
+    /// the whole answer: an entry may take at most `max_values` values' worth of bytes
+    /// ([`entry_cap`]), and its values are parsed as a construction file's are (at most
+    /// [`crate::bounded_read::MOST_VALUES`]); the whole answer at most `limit` entries' worth (more entries than asked for are read and dropped). A longer
+    /// entry or answer is refused as soon as it passes its cap. Every string of an entry is
+    /// scrubbed of the secrets in use, and its id checked ([`ArenaId::check`]), before `each`
+    /// sees it.
+    pub fn best_solutions<T: Send + 'static>(
         &self,
         problem_id: &ArenaId,
         limit: usize,
         max_values: usize,
-    ) -> Result<Vec<ArenaSolution>> {
+        each: impl FnMut(usize, ArenaSolution) -> Result<T> + Send + 'static,
+    ) -> Result<Vec<T>> {
         check_limit(limit)?;
         let path = "/api/solutions/best";
         let query = [
             ("problem_id", problem_id.to_string()),
             ("limit", limit.to_string()),
         ];
-        let body_limit =
-            limit as u64 * (max_values as u64 * BYTES_PER_VALUE + BYTES_PER_ENTRY) + SMALL_BODY;
-        let mut wire: Vec<WireSolution> =
-            self.get_json(path, &query, SOLUTIONS_SHAPE, body_limit)?;
-        wire.truncate(limit);
-        wire.into_iter()
-            .enumerate()
-            .map(|(i, w)| {
-                w.id.check(&format!("rank {}: the solution id", i + 1))
-                    .and_then(|()| w.parse(i + 1))
-                    .map_err(|message| MiloError::Remote {
-                        url: self.display_url(path, &query),
-                        message,
-                    })
-            })
-            .collect()
+        let url = self.base.clone() + path;
+        let pairs: Vec<(String, String)> = query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let shown = self.display_url(path, &query);
+        let remote = |message: String| MiloError::Remote {
+            url: shown.clone(),
+            message: secrets::scrub(&message).into_owned(),
+        };
+        let entry_cap = entry_cap(max_values);
+        let body_limit = (limit as u64).saturating_mul(entry_cap) + SMALL_BODY;
+        let stream_shown = shown.clone();
+        let exchange = self.exchange_with(
+            move |agent| {
+                let mut request = agent.get(&url);
+                for (key, value) in &pairs {
+                    request = request.query(key, value);
+                }
+                request.call()
+            },
+            move |status, body| {
+                if !(200..300).contains(&status) {
+                    return SolutionsBody::Other(
+                        body.with_config().limit(SMALL_BODY).read_to_vec(),
+                    );
+                }
+                let reader = body.with_config().limit(body_limit).reader();
+                let stream = EntryStream {
+                    limit,
+                    max_values,
+                    entry_cap,
+                    body_limit,
+                    url: stream_shown,
+                };
+                SolutionsBody::Entries(stream.read(reader, each))
+            },
+        );
+        let answered = match exchange {
+            Exchange::Answered(answered) => answered,
+            Exchange::Failed(e) => return Err(remote(describe(&e))),
+            Exchange::Abandoned => return Err(remote(ABANDONED.into())),
+        };
+        let status = answered.status;
+        match answered.body {
+            SolutionsBody::Entries(entries) => entries,
+            SolutionsBody::Other(body) => {
+                if (300..400).contains(&status) {
+                    return Err(remote(redirect_message(status, answered.location)));
+                }
+                let body = body.map_err(|e| {
+                    remote(format!("reading the response failed: {}", describe(&e)))
+                })?;
+                Err(remote(status_message(status, &body)))
+            }
+        }
     }
 
     /// `{base}{path}?k=v&…` as shown in messages (the request itself encodes the query).
@@ -511,11 +599,7 @@ impl ArenaClient {
         };
         let status = answered.status;
         if (300..400).contains(&status) {
-            return Err(remote(format!(
-                "the server redirects (HTTP {status}) to {}; milo does not follow redirects \
-                 (give the server you mean as --base-url)",
-                answered.location.as_deref().unwrap_or("an unnamed place")
-            )));
+            return Err(remote(redirect_message(status, answered.location)));
         }
         let body = answered
             .body
@@ -524,6 +608,175 @@ impl ArenaClient {
             return Err(remote(status_message(status, &body)));
         }
         parse_json(&body, expected).map_err(remote)
+    }
+}
+
+/// What a redirect (HTTP `status`, to `location`) is called: milo does not follow it.
+fn redirect_message(status: u16, location: Option<String>) -> String {
+    format!(
+        "the server redirects (HTTP {status}) to {}; milo does not follow redirects \
+         (give the server you mean as --base-url)",
+        location.as_deref().unwrap_or("an unnamed place")
+    )
+}
+
+/// The most bytes one served solution may take: [`BYTES_PER_VALUE`] for each of `max_values`
+/// values, plus [`BYTES_PER_ENTRY`] (64 MiB and 64 KiB for the second problem's 2,000,000).
+pub fn entry_cap(max_values: usize) -> u64 {
+    (max_values as u64).saturating_mul(BYTES_PER_VALUE) + BYTES_PER_ENTRY
+}
+
+/// Reads `GET /api/solutions/best` as it arrives: one entry at a time, each under its cap.
+struct EntryStream {
+    limit: usize,
+    max_values: usize,
+    entry_cap: u64,
+    body_limit: u64,
+    url: String,
+}
+
+/// A reader counting the bytes read since its mark, refusing to read past `cap` of them.
+struct Capped<R> {
+    inner: R,
+    since_mark: std::rc::Rc<std::cell::Cell<u64>>,
+    cap: u64,
+}
+
+/// The I/O error [`Capped`] gives past its cap, recognised in the message.
+const PAST_ENTRY_CAP: &str = "an entry is past its size cap";
+
+impl<R: std::io::Read> std::io::Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.cap.saturating_sub(self.since_mark.get());
+        if left == 0 {
+            return Err(std::io::Error::other(PAST_ENTRY_CAP));
+        }
+        let room = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..room])?;
+        self.since_mark.set(self.since_mark.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl EntryStream {
+    /// Reads the answer from `reader`, handing each entry within the limit to `each`.
+    fn read<T>(
+        &self,
+        reader: impl std::io::Read,
+        mut each: impl FnMut(usize, ArenaSolution) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let since_mark = std::rc::Rc::new(std::cell::Cell::new(0));
+        let capped = Capped {
+            inner: std::io::BufReader::new(reader),
+            since_mark: since_mark.clone(),
+            // The cap counts from each entry's start; one byte more lets a full entry end.
+            cap: self.entry_cap + 1,
+        };
+        let mut de = serde_json::Deserializer::from_reader(capped);
+        let mut out = Vec::new();
+        let mut failure = None;
+        let mut track = serde_path_to_error::Track::new();
+        let visitor = EntryVisitor {
+            stream: self,
+            since_mark: &since_mark,
+            each: &mut each,
+            out: &mut out,
+            failure: &mut failure,
+        };
+        let wrapped = serde_path_to_error::Deserializer::new(&mut de, &mut track);
+        let parsed = serde::Deserializer::deserialize_seq(wrapped, visitor);
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        let remote = |message: String| MiloError::Remote {
+            url: self.url.clone(),
+            message: secrets::scrub(&message).into_owned(),
+        };
+        if let Err(e) = parsed {
+            let path = track.path().to_string();
+            let text = e.to_string();
+            if text.contains(PAST_ENTRY_CAP) {
+                return Err(remote(format!(
+                    "malformed response at {path}: an entry is past its size cap of {} \
+                     (the problem takes at most {} values)",
+                    crate::bounded_read::size_text(self.entry_cap),
+                    self.max_values
+                )));
+            }
+            if text.contains("BodyExceedsLimit") || text.contains("larger than") {
+                return Err(remote(format!(
+                    "the response is past its size cap of {} (--limit {})",
+                    crate::bounded_read::size_text(self.body_limit),
+                    self.limit
+                )));
+            }
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!(" at {path}")
+            };
+            return Err(remote(format!(
+                "malformed response{at}: {text}; expected {SOLUTIONS_SHAPE}"
+            )));
+        }
+        since_mark.set(0);
+        de.end().map_err(|e| {
+            remote(format!(
+                "malformed response: {e} after the JSON; expected {SOLUTIONS_SHAPE}"
+            ))
+        })?;
+        Ok(out)
+    }
+}
+
+/// Visits the entries of the answer's list (see [`EntryStream::read`]).
+struct EntryVisitor<'a, T, F> {
+    stream: &'a EntryStream,
+    since_mark: &'a std::cell::Cell<u64>,
+    each: &'a mut F,
+    out: &'a mut Vec<T>,
+    failure: &'a mut Option<MiloError>,
+}
+
+impl<'de, T, F: FnMut(usize, ArenaSolution) -> Result<T>> serde::de::Visitor<'de>
+    for EntryVisitor<'_, T, F>
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(SOLUTIONS_SHAPE)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<(), A::Error> {
+        let mut rank = 0;
+        loop {
+            self.since_mark.set(0);
+            let Some(wire) = seq.next_element::<WireSolution>()? else {
+                return Ok(());
+            };
+            rank += 1;
+            if rank > self.stream.limit {
+                continue;
+            }
+            let handed = wire
+                .scrubbed()
+                .check(rank)
+                .map_err(|message| MiloError::Remote {
+                    url: self.stream.url.clone(),
+                    message,
+                })
+                .and_then(|solution| (self.each)(rank, solution));
+            match handed {
+                Ok(value) => self.out.push(value),
+                Err(e) => {
+                    *self.failure = Some(e);
+                    return Err(serde::de::Error::custom("stopped"));
+                }
+            }
+        }
     }
 }
 

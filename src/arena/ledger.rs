@@ -9,16 +9,17 @@
 //! that came after the request went out, are *unconfirmed*: the arena may hold the submission, so
 //! it is never sent again on its own ([`prior`], [`unconfirmed`]). Lines are only ever appended,
 //! each written whole and synced, on a line of its own; a torn last line (a crash mid-write) is
-//! skipped on reading. Only a regular file is read or appended to ([`open_regular`]), and a
-//! sender holds the ledger's [`lock`] from reading it to appending its intent. Nothing
+//! skipped on reading. Only a regular file is read or appended to ([`open_regular`]); a
+//! sender holds the ledger's [`lock`] from reading it to appending its intent, and every append
+//! holds it ([`LedgerLock::append`]). Nothing
 //! secret is written: the key never enters a record, and each line is scrubbed of the secrets in
 //! use ([`secrets::scrub_json`]) before it is written, whatever the server sent.
 
 use super::client::{ArenaId, LeaderboardEntry};
 use super::rules::Assessment;
 use crate::atomic_file::open_regular;
-use crate::bounded_read::{read_regular_file_capped, RECORDS_CAP};
 use crate::error::{MiloError, Result};
+use crate::records;
 use crate::secrets;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -118,31 +119,6 @@ pub struct StatusRecord {
     pub error: Option<String>,
 }
 
-/// Appends `record` as one synced line to the ledger at `path` (created with its folder).
-pub fn append(path: &Path, record: &LedgerRecord) -> Result<()> {
-    let io = |source| MiloError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
-    let line = serde_json::to_string(record).expect("a ledger record serializes");
-    let mut line = secrets::scrub_json(&line).into_owned();
-    line.push('\n');
-    let mut file = open_regular(
-        path,
-        std::fs::OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true),
-        io,
-    )?;
-    cut_torn_line(&file).map_err(io)?;
-    file.write_all(line.as_bytes()).map_err(io)?;
-    file.sync_all().map_err(io)
-}
-
 /// Cuts a torn last line (a crash mid-write: no newline at the end) off `file`, so the next
 /// record starts a line of its own and the torn one is not left inside the ledger.
 fn cut_torn_line(file: &std::fs::File) -> std::io::Result<()> {
@@ -165,9 +141,12 @@ fn cut_torn_line(file: &std::fs::File) -> std::io::Result<()> {
 }
 
 /// A held lock on a ledger (its sibling `NAME.lock`), taken around reading it, deciding and
-/// appending an intent, so that two processes never both decide to send one construction;
-/// dropping it releases the lock.
+/// appending an intent, so that two processes never both decide to send one construction, and
+/// around every append, so that cutting a torn last line never cuts another process's line
+/// half-written; records are appended only through it ([`LedgerLock::append`]). Dropping it
+/// releases the lock.
 pub struct LedgerLock {
+    ledger: PathBuf,
     _file: std::fs::File,
 }
 
@@ -192,44 +171,52 @@ pub fn lock(path: &Path) -> Result<LedgerLock> {
         io,
     )?;
     file.lock().map_err(io)?;
-    Ok(LedgerLock { _file: file })
+    Ok(LedgerLock {
+        ledger: path.to_path_buf(),
+        _file: file,
+    })
 }
 
-/// Every record of the ledger at `path`, in order (a missing ledger is empty; a torn last line
-/// is skipped; any other unreadable line is an error naming its number; a ledger past
-/// [`RECORDS_CAP`] is an error).
-pub fn read(path: &Path) -> Result<Vec<LedgerRecord>> {
-    let bytes = match read_regular_file_capped(path, RECORDS_CAP, "ledger") {
-        Ok(bytes) => bytes,
-        Err(e) if e.is_missing_file() => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let text = String::from_utf8(bytes).map_err(|e| MiloError::Malformed {
-        path: path.to_path_buf(),
-        message: format!(
-            "the ledger is not UTF-8 text (byte {})",
-            e.utf8_error().valid_up_to()
-        ),
-    })?;
-    let complete = text.ends_with('\n');
-    let lines: Vec<&str> = text.lines().collect();
-    let mut records = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+impl LedgerLock {
+    /// Appends `record` as one synced line to the locked ledger (created with its folder), a
+    /// torn last line cut off first.
+    pub fn append(&self, record: &LedgerRecord) -> Result<()> {
+        let path = &self.ledger;
+        let io = |source| MiloError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(io)?;
         }
-        match serde_json::from_str(line) {
-            Ok(record) => records.push(record),
-            Err(_) if i + 1 == lines.len() && !complete => break,
-            Err(e) => {
-                return Err(MiloError::Malformed {
-                    path: path.to_path_buf(),
-                    message: format!("line {}: {e}", i + 1),
-                })
-            }
-        }
+        let line = serde_json::to_string(record).expect("a ledger record serializes");
+        let mut line = secrets::scrub_json(&line).into_owned();
+        line.push('\n');
+        let mut file = open_regular(
+            path,
+            std::fs::OpenOptions::new()
+                .create(true)
+                .read(true)
+                .append(true),
+            io,
+        )?;
+        cut_torn_line(&file).map_err(io)?;
+        file.write_all(line.as_bytes()).map_err(io)?;
+        file.sync_all().map_err(io)
     }
-    Ok(records)
+}
+
+/// Every record of the ledger at `path`, in order (a missing ledger is empty). It is read as
+/// every record file is ([`records::read_records`]): line by line, a torn last line and blank
+/// lines skipped, any other unreadable line an error naming its number, a line past
+/// [`crate::bounded_read::RECORD_LINE_CAP`] refused, and a refused ledger costing at most one
+/// line of memory.
+pub fn read(path: &Path) -> Result<Vec<LedgerRecord>> {
+    match records::read_records(path) {
+        Ok((records, _)) => Ok(records),
+        Err(e) if e.is_missing_file() => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// A submission with its latest known status.
@@ -403,6 +390,7 @@ mod tests {
     fn statuses_attach_to_their_submission_and_a_torn_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/ledger.jsonl");
+        let append = |path: &Path, record: &LedgerRecord| lock(path)?.append(record);
         append(&path, &submission(Some(7))).unwrap();
         append(&path, &submission(None)).unwrap();
         append(

@@ -6,9 +6,10 @@
 //! - `rank-NN-<agent>.provenance.json`: a [`Provenance`];
 //! - `PULL.json`: a [`PullSummary`] listing every entry.
 //!
-//! Everything is fetched first; the files are then written and verified inside a hidden sibling
-//! `.DIR.pull-XXXXXX` that is renamed to `DIR` only when every file is in place (and removed on
-//! any failure), so a `DIR` that exists is a complete pull.
+//! Each entry's values are written as they arrive (memory holds one entry, never the whole
+//! answer), then named and verified, inside a hidden sibling `.DIR.pull-XXXXXX` that is renamed
+//! to `DIR` only when every file is in place (and removed on any failure), so a `DIR` that
+//! exists is a complete pull.
 
 use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
 use crate::bounded_read::{read_bytes_capped, read_text_capped, CONSTRUCTION_CAP, RECORDS_CAP};
@@ -168,9 +169,6 @@ pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> 
     check_target(&into, request.force)?;
     let served = client.problem(&request.slug)?;
     let problem = by_slug(&request.slug)?;
-    let solutions = client.best_solutions(&served.id, request.limit, problem.spec().max_len)?;
-    let pulled_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-
     let parent = match into.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -180,6 +178,16 @@ pub fn pull(client: &ArenaClient, request: &PullRequest) -> Result<PullSummary> 
         .prefix(&format!(".{name}.pull-"))
         .tempdir_in(&parent)
         .map_err(write_error(&parent))?;
+    // Each entry's values go to the staging folder as the answer arrives, so memory holds one
+    // entry at a time, never the whole answer.
+    let dir = staging.path().to_path_buf();
+    let solutions = client.best_solutions(
+        &served.id,
+        request.limit,
+        problem.spec().max_len,
+        move |rank, solution| Arrived::save(&dir, rank, solution),
+    )?;
+    let pulled_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
 
     let width = solutions.len().to_string().len().max(2);
     let context = EntryContext {
@@ -230,8 +238,34 @@ struct EntryContext<'a> {
     width: usize,
 }
 
-/// Writes one entry's construction, re-reads and verifies the saved file, writes its provenance.
-fn save_entry(cx: &EntryContext, rank: usize, solution: &ArenaSolution) -> Result<PulledEntry> {
+/// A served entry as it arrived: its values saved under a provisional name (the final one
+/// needs the number of entries), the rest kept.
+struct Arrived {
+    id: ArenaId,
+    agent_name: String,
+    score: f64,
+    created_at: String,
+    saved: PathBuf,
+}
+
+impl Arrived {
+    /// Saves the values of the entry of rank `rank` in `dir`, keeping the rest.
+    fn save(dir: &Path, rank: usize, solution: ArenaSolution) -> Result<Arrived> {
+        let saved = dir.join(format!(".arrived-{rank}.json"));
+        write_values(&saved, &solution.values)?;
+        Ok(Arrived {
+            id: solution.id,
+            agent_name: solution.agent_name,
+            score: solution.score,
+            created_at: solution.created_at,
+            saved,
+        })
+    }
+}
+
+/// Names one arrived entry's construction, re-reads and verifies the saved file, writes its
+/// provenance.
+fn save_entry(cx: &EntryContext, rank: usize, solution: &Arrived) -> Result<PulledEntry> {
     let stem = format!(
         "rank-{rank:0width$}-{}",
         agent_slug(&solution.agent_name),
@@ -239,7 +273,7 @@ fn save_entry(cx: &EntryContext, rank: usize, solution: &ArenaSolution) -> Resul
     );
     let file = format!("{stem}.json");
     let path = cx.dir.join(&file);
-    write_values(&path, &solution.values)?;
+    std::fs::rename(&solution.saved, &path).map_err(write_error(&path))?;
     let bytes = read_bytes_capped(&path, CONSTRUCTION_CAP, "construction")?;
     let sha256: String = Sha256::digest(&bytes)
         .iter()

@@ -23,12 +23,14 @@ use super::client::{
 use crate::error::{MiloError, Result};
 use crate::secrets;
 use serde::Deserialize;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Largest answer read from a submission endpoint.
 const ANSWER_LIMIT: u64 = 1 << 20;
 /// The wait assumed when a 429 names none.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The longest wait a 429 is taken to ask for (a longer one is past any `--max-wait` anyway).
+const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(1_000_000);
 /// The blob store's API version the arena's guide names for uploads.
 const BLOB_API_VERSION: &str = "7";
 
@@ -289,13 +291,16 @@ fn never_left(error: &ureq::Error) -> bool {
     }
 }
 
-/// The wait a 429 asks for: the `Retry-After` header (seconds), else the body's
-/// `retry_after_seconds`, else [`DEFAULT_RETRY_AFTER`].
+/// The wait a 429 asks for: the `Retry-After` header (seconds or an HTTP-date, see
+/// [`crate::retry_after`]), else the body's `retry_after_seconds`, else [`DEFAULT_RETRY_AFTER`];
+/// at most [`LONGEST_RETRY_AFTER`] (the caller puts its floor under it).
 fn retry_after(header: Option<&str>, body: &[u8]) -> Duration {
-    let seconds = |x: f64| (x.is_finite() && x >= 0.0).then(|| Duration::from_secs_f64(x.min(1e6)));
+    let seconds = |x: f64| {
+        (x.is_finite() && x >= 0.0)
+            .then(|| Duration::from_secs_f64(x.min(LONGEST_RETRY_AFTER.as_secs_f64())))
+    };
     header
-        .and_then(|h| h.trim().parse::<f64>().ok())
-        .and_then(seconds)
+        .and_then(|h| crate::retry_after::parse(h, SystemTime::now(), LONGEST_RETRY_AFTER))
         .or_else(|| {
             serde_json::from_slice::<serde_json::Value>(body)
                 .ok()?
@@ -328,6 +333,18 @@ mod tests {
         );
         assert_eq!(retry_after(None, b"not json"), DEFAULT_RETRY_AFTER);
         assert_eq!(retry_after(Some("-5"), b""), DEFAULT_RETRY_AFTER);
+        // An HTTP-date is read as the time left until it, not as the 60 s default.
+        let in_five_minutes = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(300));
+        let asked = retry_after(Some(&in_five_minutes), b"");
+        assert!(
+            (Duration::from_secs(298)..=Duration::from_secs(300)).contains(&asked),
+            "{in_five_minutes}: {asked:?}"
+        );
+        assert_eq!(
+            retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT"), b""),
+            Duration::ZERO,
+            "a date past: no wait asked (the floor applies)"
+        );
     }
 
     #[test]

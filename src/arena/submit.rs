@@ -194,7 +194,7 @@ pub fn send(
         forced: overrides.force,
         upload: checked.upload_kind().into(),
     };
-    ledger::append(ledger_path, &LedgerRecord::Intent(intent.clone()))?;
+    lock.append(&LedgerRecord::Intent(intent.clone()))?;
     drop(lock);
     let sent = if checked.upload_kind() == "blob" {
         send_blob(client, checked, key, patience)
@@ -221,7 +221,7 @@ pub fn send(
         error: sent.as_ref().err().map(|f| f.error.to_string()),
         may_have_arrived: sent.as_ref().is_err_and(|f| f.may_have_arrived),
     };
-    ledger::append(ledger_path, &LedgerRecord::Submission(Box::new(record)))?;
+    ledger::lock(ledger_path)?.append(&LedgerRecord::Submission(Box::new(record)))?;
     sent.map_err(|failed| failed.error)
 }
 
@@ -367,7 +367,7 @@ pub fn refresh(
                 score: status.score,
                 error: status.error,
             };
-            ledger::append(ledger_path, &LedgerRecord::Status(record.clone()))?;
+            ledger::lock(ledger_path)?.append(&LedgerRecord::Status(record.clone()))?;
             t.latest = Some(record);
         }
     }

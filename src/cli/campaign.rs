@@ -169,11 +169,22 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
         ),
     };
     eprintln!(
-        "milo campaign: the search finished, but its best was not submitted (exit \
-         {EXIT_SUBMISSION_FAILED}): {}{what_to_run}",
+        "milo campaign: {}, but its best was not submitted (exit {EXIT_SUBMISSION_FAILED}): \
+         {}{what_to_run}",
+        ended(interrupt.is_cancelled()),
         crate::secrets::scrub(&error.to_string())
     );
     Ok(EXIT_SUBMISSION_FAILED)
+}
+
+/// How the search ended, for the last line: stopped by Ctrl-C, or finished (its rounds, its
+/// `--hours` or its budget spent).
+fn ended(interrupted: bool) -> &'static str {
+    if interrupted {
+        "the search was stopped (Ctrl-C)"
+    } else {
+        "the search finished"
+    }
 }
 
 /// Keeps in `failed` the error of an offer that failed; an offer that came to something (checked,
@@ -200,13 +211,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         .slug
         .clone()
         .expect("clap requires a slug without --resume");
-    if let Some(h) = args.hours {
-        if !(h.is_finite() && h > 0.0) {
-            return Err(MiloError::Usage(format!(
-                "--hours must be positive, got {h}"
-            )));
-        }
-    }
+    super::evolve::check_hours(args.hours)?;
     let budget = TaskBudget {
         seconds: args.task_seconds,
         evaluations: Some(args.task_evaluations),

@@ -328,7 +328,7 @@ fn start(args: &EvolveArgs, cancel: CancelToken) -> Result<Search> {
 }
 
 /// `--hours`, when given, must be a positive number of hours within milo's longest budget.
-fn check_hours(hours: Option<f64>) -> Result<()> {
+pub(super) fn check_hours(hours: Option<f64>) -> Result<()> {
     let max = MAX_SECONDS / 3600.0;
     match hours {
         Some(h) if !(h.is_finite() && h > 0.0 && h <= max) => Err(MiloError::Usage(format!(

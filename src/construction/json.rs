@@ -8,6 +8,7 @@
 //! is not JSON at all is reported as a malformed file with line and column.
 
 use super::{ParseError, FILE_RULES};
+use crate::bounded_read::MOST_VALUES;
 use crate::error::Violation;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::cell::Cell;
@@ -245,41 +246,105 @@ impl<'de> Visitor<'de> for ValuesSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<f64>, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut out = Vec::new();
         loop {
             let i = out.len();
             self.index.set(Some(i));
-            match seq.next_element::<serde_json::Value>()? {
-                None => break,
-                Some(serde_json::Value::Number(num)) => match num.as_f64() {
-                    Some(x) if x.is_finite() => out.push(x),
-                    _ => {
-                        return Err(content_error(
-                            i,
-                            "every value must be a finite float64 number",
-                            &num.to_string(),
-                        ))
-                    }
-                },
-                Some(other) => {
-                    let kind = match &other {
-                        serde_json::Value::String(_) => "a string",
-                        serde_json::Value::Array(_) => "a nested array",
-                        serde_json::Value::Object(_) => "an object",
-                        serde_json::Value::Bool(_) => "a boolean",
-                        _ => "null",
-                    };
-                    let token: String = other.to_string().chars().take(40).collect();
+            if i == MOST_VALUES {
+                // Stop before reading on: memory stays bounded whatever the file holds.
+                if seq.next_element::<IgnoredAny>()?.is_some() {
                     return Err(content_error(
                         i,
-                        &format!("every value must be a number, found {kind}"),
-                        &token,
+                        &format!(
+                            "a construction may hold at most {MOST_VALUES} values (twice the \
+                             largest problem's max_len)"
+                        ),
+                        &format!("{} values or more", MOST_VALUES + 1),
                     ));
                 }
+                break;
+            }
+            match seq.next_element_seed(ElementSeed { index: i })? {
+                None => break,
+                Some(x) => out.push(x),
             }
         }
         self.index.set(None);
         Ok(out)
+    }
+}
+
+/// One element of the `values` array: a finite number, else an error naming its index, its kind
+/// and its first characters. A nested array or an object is refused on its first character,
+/// never built (a file of one huge nested array must not cost its size many times over).
+struct ElementSeed {
+    index: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ElementSeed {
+    type Value = f64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<f64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl ElementSeed {
+    fn not_a_number<E: de::Error>(&self, kind: &str, token: &str) -> E {
+        let token: String = token.chars().take(40).collect();
+        content_error(
+            self.index,
+            &format!("every value must be a number, found {kind}"),
+            &token,
+        )
+    }
+}
+
+impl<'de> Visitor<'de> for ElementSeed {
+    type Value = f64;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number")
+    }
+
+    fn visit_f64<E: de::Error>(self, x: f64) -> std::result::Result<f64, E> {
+        if x.is_finite() {
+            Ok(x)
+        } else {
+            Err(content_error(
+                self.index,
+                "every value must be a finite float64 number",
+                &x.to_string(),
+            ))
+        }
+    }
+
+    fn visit_i64<E: de::Error>(self, x: i64) -> std::result::Result<f64, E> {
+        Ok(x as f64)
+    }
+
+    fn visit_u64<E: de::Error>(self, x: u64) -> std::result::Result<f64, E> {
+        Ok(x as f64)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> std::result::Result<f64, E> {
+        let quoted = serde_json::to_string(text).unwrap_or_default();
+        Err(self.not_a_number("a string", &quoted))
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> std::result::Result<f64, E> {
+        Err(self.not_a_number("a boolean", &b.to_string()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<f64, E> {
+        Err(self.not_a_number("null", "null"))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> std::result::Result<f64, A::Error> {
+        Err(self.not_a_number("a nested array", "["))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> std::result::Result<f64, A::Error> {
+        Err(self.not_a_number("an object", "{"))
     }
 }
 
@@ -345,6 +410,31 @@ mod tests {
         assert_eq!(v.index, Some(2));
         assert!(v.rule.contains("nested array"));
         assert!(invalid("[null]").rule.contains("null"));
+        let v = invalid(r#"[1, {"a": 1}]"#);
+        assert_eq!(v.index, Some(1));
+        assert!(v.rule.contains("an object"), "{}", v.rule);
+        // serde adds where the value stands.
+        let v = invalid("[true]").value.unwrap();
+        assert!(v.starts_with("true at line 1"), "{v}");
+    }
+
+    #[test]
+    fn a_huge_file_is_refused_past_its_value_cap_and_a_nested_array_never_built() {
+        let at_cap = format!("[{}0]", "0,".repeat(MOST_VALUES - 1));
+        assert_eq!(parse_values(&at_cap).unwrap().len(), MOST_VALUES);
+        let past = format!("[{}0]", "0,".repeat(MOST_VALUES));
+        let v = invalid(&past);
+        assert_eq!(v.index, Some(MOST_VALUES));
+        assert!(v.rule.contains("at most 4000000 values"), "{}", v.rule);
+        // One nested array of many values: refused on its first character, at its index.
+        let nested = format!("[1, [{}0]]", "0,".repeat(1000));
+        let v = invalid(&nested);
+        assert_eq!(v.index, Some(1));
+        assert!(
+            v.value.as_deref().unwrap().starts_with("[ at line 1"),
+            "{v:?}"
+        );
+        assert!(v.rule.contains("nested array"), "{}", v.rule);
     }
 
     #[test]

@@ -12,8 +12,8 @@
 //!   within `timeout × (retries + 1) + MAX_WAIT × retries`, whatever the server does.
 //! - **Retries.** A 429, a 5xx, a timeout or a refused, reset or dropped connection is retried
 //!   up to `retries` times (at most [`MAX_RETRIES`], checked on reading the agents file). The
-//!   wait before retry `k` (from 1) is the answer's `Retry-After` seconds when it names them
-//!   (an HTTP date is not read), else 1 s · 2^(k-1); either is at least [`MIN_WAIT`] and at
+//!   wait before retry `k` (from 1) is the answer's `Retry-After` when it names one (seconds
+//!   or an HTTP-date, [`crate::retry_after`]), else 1 s · 2^(k-1); either is at least [`MIN_WAIT`] and at
 //!   most [`MAX_WAIT`]. There is no jitter, so waits are reproducible. Other 4xx answers,
 //!   redirects (not followed) and unusable answers are not retried.
 //! - **Cancellation.** The request's token ([`ChatRequest::cancel`]) abandons a request in
@@ -353,11 +353,10 @@ fn lost_connection(kind: ErrorKind) -> bool {
     )
 }
 
-/// The wait a `Retry-After` header names in seconds (capped at [`MAX_WAIT`]), if it does.
+/// The wait a `Retry-After` header names, in seconds or as an HTTP-date (capped at
+/// [`MAX_WAIT`]), if it names one.
 fn retry_after(header: &str) -> Option<Duration> {
-    let seconds: f64 = header.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0)
-        .then(|| Duration::from_secs_f64(seconds.min(MAX_WAIT.as_secs_f64())))
+    crate::retry_after::parse(header, std::time::SystemTime::now(), MAX_WAIT)
 }
 
 /// The wait before retry number `retry` (from 1): the server's, else the doubling backoff, at
@@ -401,7 +400,13 @@ mod tests {
         );
         assert_eq!(retry_after("0.25"), Some(Duration::from_millis(250)));
         assert_eq!(retry_after("86400"), Some(MAX_WAIT));
-        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(
+            ms(1, retry_after("Wed, 21 Oct 2015 07:28:00 GMT")),
+            MIN_WAIT.as_millis(),
+            "a date past: the floor"
+        );
+        assert_eq!(retry_after("Thu, 21 Oct 2100 07:28:00 GMT"), Some(MAX_WAIT));
+        assert_eq!(retry_after("soon"), None);
         assert_eq!(retry_after("-1"), None);
     }
 
