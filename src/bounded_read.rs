@@ -129,11 +129,52 @@ pub fn read_text_capped(path: &Path, cap: u64, what: &str) -> Result<String> {
 pub fn gunzip_capped(path: &Path, compressed: &[u8], cap: u64, what: &str) -> Result<Vec<u8>> {
     let decoder = flate2::read::MultiGzDecoder::new(compressed);
     let length_hint = (compressed.len() as u64).saturating_mul(4);
-    let bytes = read_at_most(decoder, cap.saturating_add(1), length_hint).map_err(|e| {
-        MiloError::Malformed {
-            path: path.to_path_buf(),
-            message: format!("not a readable gzip stream: {e}"),
+    finish_gunzip(
+        path,
+        read_at_most(decoder, cap.saturating_add(1), length_hint),
+        cap,
+        what,
+    )
+}
+
+/// The bytes of `path`, gunzipped when it opens with the gzip magic bytes (`1f 8b`), at most
+/// `cap` of them before and after: one open and one pass over the file (a pipe works too), and
+/// the compressed bytes are never held whole, so a refused file costs about what it unpacked
+/// before the refusal (errors as [`read_bytes_capped`] and [`gunzip_capped`]).
+pub fn read_maybe_gzipped_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(read_error(path))?;
+    let length_hint = file.metadata().map_or(0, |m| m.len());
+    let mut reader = std::io::BufReader::new(file.take(cap.saturating_add(1)));
+    let head = reader.fill_buf().map_err(read_error(path))?;
+    if !head.starts_with(&[0x1f, 0x8b]) {
+        let bytes =
+            read_at_most(reader, cap.saturating_add(1), length_hint).map_err(read_error(path))?;
+        if bytes.len() as u64 > cap {
+            return Err(past_cap(path, what, cap));
         }
+        return Ok(bytes);
+    }
+    // What it unpacks to is unknown: the buffer grows with what arrives.
+    let decoder = flate2::read::MultiGzDecoder::new(reader);
+    finish_gunzip(
+        path,
+        read_at_most(decoder, cap.saturating_add(1), 0),
+        cap,
+        what,
+    )
+}
+
+/// The gunzipped bytes, or the error naming a broken stream or the cap passed.
+fn finish_gunzip(
+    path: &Path,
+    read: std::io::Result<Vec<u8>>,
+    cap: u64,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let bytes = read.map_err(|e| MiloError::Malformed {
+        path: path.to_path_buf(),
+        message: format!("not a readable gzip stream: {e}"),
     })?;
     if bytes.len() as u64 > cap {
         return Err(MiloError::Malformed {
@@ -211,6 +252,33 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, bytes).unwrap();
         path
+    }
+
+    #[test]
+    fn a_file_is_gunzipped_as_it_is_read_only_when_it_opens_with_the_magic() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = b"{\"values\": [1, 2, 3]}".repeat(10);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&plain).unwrap();
+        let gzipped = gz.finish().unwrap();
+        let read = |name: &str, bytes: &[u8], cap: u64| {
+            read_maybe_gzipped_capped(&file_of(dir.path(), name, bytes), cap, "construction")
+        };
+        assert_eq!(read("a.json.gz", &gzipped, 1_000).unwrap(), plain);
+        assert_eq!(read("a.json", &plain, 1_000).unwrap(), plain);
+        // The cap holds after gunzip, for a file far under it before.
+        let cap = plain.len() as u64 - 1;
+        assert!(gzipped.len() < plain.len());
+        let e = read("b.json.gz", &gzipped, cap).unwrap_err().to_string();
+        assert!(e.contains("once gunzipped"), "{e}");
+        let e = read("b.json", &plain, cap).unwrap_err().to_string();
+        assert!(e.contains("past its size cap"), "{e}");
+        // The magic and then no gzip stream.
+        let e = read("c.json.gz", &[0x1f, 0x8b, 8, 0, 1, 2, 3, 4, 5, 6, 7], 1_000);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("not a readable gzip stream"));
     }
 
     #[test]

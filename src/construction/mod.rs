@@ -31,7 +31,9 @@ pub mod text;
 pub use crate::bounded_read::STDIN_NAME;
 pub use json::{parse_values, to_json};
 
-use crate::bounded_read::{gunzip_capped, read_bytes_capped, read_stdin_capped, CONSTRUCTION_CAP};
+use crate::bounded_read::{
+    gunzip_capped, read_maybe_gzipped_capped, read_stdin_capped, CONSTRUCTION_CAP,
+};
 use crate::error::{MiloError, Result, Violation};
 use std::io::Write;
 use std::path::Path;
@@ -119,8 +121,9 @@ pub fn read_values(path: &Path) -> Result<Vec<f64>> {
         let bytes = read_stdin_capped(CONSTRUCTION_CAP, "construction")?;
         return decode(Path::new(STDIN_NAME), bytes);
     }
-    let bytes = read_bytes_capped(path, CONSTRUCTION_CAP, "construction")?;
-    decode(path, bytes)
+    // One pass over the file, gunzipped as it is read: the compressed bytes are never held whole.
+    let bytes = read_maybe_gzipped_capped(path, CONSTRUCTION_CAP, "construction")?;
+    decode_plain(path, bytes)
 }
 
 /// The values in `bytes`, read from `source` (its name picks the format where the content does
@@ -131,6 +134,11 @@ pub fn decode(source: &Path, bytes: Vec<u8>) -> Result<Vec<f64>> {
     } else {
         bytes
     };
+    decode_plain(source, bytes)
+}
+
+/// The values in `bytes` that are no longer gzipped (see [`decode`]).
+fn decode_plain(source: &Path, bytes: Vec<u8>) -> Result<Vec<f64>> {
     let parsed = match Format::detect(source, &bytes) {
         Format::Npy => npy::parse_npy(&bytes),
         Format::Json => utf8(bytes, "JSON").and_then(|t| json::parse_values(&t)),
