@@ -798,8 +798,9 @@ fn record_files_that_are_fifos_or_links_are_refused_at_once_never_blocked_on() {
             EXIT_USAGE,
         ),
         (
+            // The ledger is read as every record file is: the same refusal, the same code.
             &["arena", "status", "--ledger", ledger.to_str().unwrap()][..],
-            EXIT_INPUT,
+            EXIT_USAGE,
         ),
     ] {
         let done =

@@ -8,9 +8,9 @@ use std::path::Path;
 /// Longest error text kept or fed back, in characters.
 const MAX_ERROR: usize = 1_000;
 
-/// The body of the last fenced block of `text` whose fence names one of `languages` (``` ```toml
-/// ```, case-insensitive); a block the answer leaves open (a reply cut at its token limit) runs
-/// to the end.
+/// The body of the last fenced block of `text` whose fence names one of `languages` (three
+/// backticks, then e.g. `toml`, case-insensitive); a block the answer leaves open (a reply cut at
+/// its token limit) runs to the end.
 pub fn extract_block<'a>(text: &'a str, languages: &[&str]) -> Option<&'a str> {
     let mut found = None;
     let mut rest = text;
