@@ -137,7 +137,10 @@ pub fn gunzip_capped(path: &Path, compressed: &[u8], cap: u64, what: &str) -> Re
     )
 }
 
-/// The bytes of `path`, gunzipped when it opens with the gzip magic bytes (`1f 8b`), at most
+/// The magic bytes that open every gzip stream.
+pub const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+
+/// The bytes of `path`, gunzipped when it opens with the gzip magic bytes ([`GZIP_MAGIC`]), at most
 /// `cap` of them before and after: one open and one pass over the file (a pipe works too), and
 /// the compressed bytes are never held whole, so a refused file costs about what it unpacked
 /// before the refusal (errors as [`read_bytes_capped`] and [`gunzip_capped`]).
@@ -147,7 +150,7 @@ pub fn read_maybe_gzipped_capped(path: &Path, cap: u64, what: &str) -> Result<Ve
     let length_hint = file.metadata().map_or(0, |m| m.len());
     let mut reader = std::io::BufReader::new(file.take(cap.saturating_add(1)));
     let head = reader.fill_buf().map_err(read_error(path))?;
-    if !head.starts_with(&[0x1f, 0x8b]) {
+    if !head.starts_with(GZIP_MAGIC) {
         let bytes =
             read_at_most(reader, cap.saturating_add(1), length_hint).map_err(read_error(path))?;
         if bytes.len() as u64 > cap {

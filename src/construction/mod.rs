@@ -32,7 +32,7 @@ pub use crate::bounded_read::STDIN_NAME;
 pub use json::{parse_values, to_json};
 
 use crate::bounded_read::{
-    gunzip_capped, read_maybe_gzipped_capped, read_stdin_capped, CONSTRUCTION_CAP,
+    gunzip_capped, read_maybe_gzipped_capped, read_stdin_capped, CONSTRUCTION_CAP, GZIP_MAGIC,
 };
 use crate::error::{MiloError, Result, Violation};
 use std::io::Write;
@@ -43,9 +43,6 @@ const FILE_RULES: &str = "construction file";
 
 /// The argument that names standard input instead of a file.
 pub const STDIN_ARGUMENT: &str = "-";
-
-/// The magic bytes that open every gzip stream.
-const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 
 /// Why the bytes of a construction could not be turned into values.
 #[derive(Debug)]
