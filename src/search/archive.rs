@@ -108,11 +108,16 @@ pub fn draw<T>(population: &[T], run_seed: u64, round: usize, k: usize) -> Optio
     }
     let stream = derive_seed(derive_seed(run_seed, DRAW_STREAM), round as u64);
     let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(stream, k as u64));
-    let index = match rng.gen_bool(EXPLOIT) {
-        true => 0,
-        false => rng.gen_range(0..population.len()),
-    };
-    population.get(index)
+    Some(pick_parent(population, EXPLOIT, &mut rng))
+}
+
+/// Program evolution's parent choice from a non-empty `population` (best first): the best with
+/// probability `exploit`, else a uniformly drawn member; shared by [`draw`] and `alphaevolve`.
+pub fn pick_parent<'a, T>(population: &'a [T], exploit: f64, rng: &mut impl Rng) -> &'a T {
+    match rng.gen_bool(exploit) {
+        true => &population[0],
+        false => &population[rng.gen_range(0..population.len())],
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::program::Program;
 use crate::runner::derive_seed;
 use crate::search::archive;
 use crate::suite::{sha256_hex, Task};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 use std::path::Path;
@@ -166,11 +166,7 @@ impl Method for ProgramEvolution {
                 let population = self.replay(&log.steps, initial.len());
                 let members = &population.islands[island];
                 let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(ctx.seed, index as u64));
-                let parent = if rng.gen_bool(self.exploit) {
-                    members[0]
-                } else {
-                    members[rng.gen_range(0..members.len())]
-                };
+                let parent = *archive::pick_parent(members, self.exploit, &mut rng);
                 let base = parse(&log.steps[parent])?;
                 let library = members
                     .iter()
