@@ -266,7 +266,7 @@ mod tests {
             "name = \"short\"\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"raw\"\n\
              betas = [1e3]\niterations = 20\n",
         );
-        let mut harness = seed_harnesses()[0].clone();
+        let mut harness = seed_harnesses()[1].clone();
         harness.budget.minimal = 0.9;
         harness.budget.explore = 0.01;
         harness.budget.reserve = 0.0;

@@ -103,7 +103,7 @@ mod tests {
     fn a_race_runs_the_parent_and_revisions_then_halves_and_is_reproducible() {
         let fixture = TaskFixture::cascade();
         let problem = fixture.problem.as_ref();
-        let mut harness = seed_harnesses().remove(1);
+        let mut harness = seed_harnesses().remove(2);
         harness.racing = Some(Racing {
             candidates: 4,
             first_rung: 0.3,

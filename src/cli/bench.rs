@@ -70,7 +70,7 @@ pub struct BenchArgs {
     #[arg(help_heading = headings::BUDGETS, long, value_name = "K", default_value_t = DEFAULT_TASKS_PER_ROUND, value_parser = super::count::<usize>(bounds::TASKS_PER_ROUND))]
     tasks_per_round: usize,
     /// Programs each slot's archive keeps as parents in the MILO methods (see `milo evolve
-    /// --archive-population`; default 1, and for `milo-degenerate` 6, as an `alphaevolve` island).
+    /// --archive-population`; default 6, as an `alphaevolve` island keeps).
     #[arg(help_heading = headings::SEARCH, long, value_name = "K", value_parser = super::count::<usize>(bounds::ARCHIVE_POPULATION))]
     archive_population: Option<usize>,
     /// A harness file to seed the MILO methods' islands with (repeat for several; island i

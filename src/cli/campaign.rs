@@ -16,9 +16,9 @@ use crate::search::evolve::{default_cost_measure, Search, SearchObserver};
 use crate::search::lineage::{
     EventRecord, FailureRecord, NodeRecord, RunConfig, DEFAULT_TASKS_PER_ROUND,
 };
-use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
 use crate::search::state::SearchState;
+use crate::search::{archive, mutators};
 use crate::suite::{Suite, TaskBudget};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -271,7 +271,7 @@ fn create(args: &CampaignArgs, cancel: CancelToken) -> Result<(Campaign, Search)
         promote_discoveries: true,
         agents: None,
         admission: args.admission.policy()?,
-        archive_population: 1,
+        archive_population: archive::PROGRAM_EVOLUTION_POPULATION,
         seed_harnesses: vec![],
     };
     let search = Search::start(&campaign.run_dir(), config, args.jobs, cancel)?;

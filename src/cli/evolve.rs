@@ -20,8 +20,8 @@ use crate::search::lineage::{
     already_holds_a_run, AdmissionPolicy, Move, RunConfig, ADMISSION_POLICIES,
     DEFAULT_TASKS_PER_ROUND, LINEAGE_FILE,
 };
-use crate::search::mutators;
 use crate::search::parts::{EXECUTORS, LINEAGE_STORES, ORCHESTRATORS};
+use crate::search::{archive, mutators};
 use crate::suite::embedded::write_default_suite;
 use crate::suite::Suite;
 use num_traits::ToPrimitive;
@@ -207,8 +207,8 @@ pub struct EvolveArgs {
     seed_harness: Vec<PathBuf>,
     /// Programs each slot's archive keeps as parents: each task of a round runs the slot's best
     /// with probability 1/2, else one of its K best drawn uniformly (program evolution's
-    /// population; 1: always the best).
-    #[arg(help_heading = headings::SEARCH, long, value_name = "K", default_value_t = 1, value_parser = super::count::<usize>(bounds::ARCHIVE_POPULATION))]
+    /// population, as an `alphaevolve` island keeps; 1: always the best).
+    #[arg(help_heading = headings::SEARCH, long, value_name = "K", default_value_t = archive::PROGRAM_EVOLUTION_POPULATION, value_parser = super::count::<usize>(bounds::ARCHIVE_POPULATION))]
     archive_population: usize,
     /// Search tasks per harness per round: the suite's search slots (start × program) in turn,
     /// with seeds fresh to every round.

@@ -423,7 +423,7 @@ mod tests {
 
     #[test]
     fn the_best_result_is_the_exact_best_first_reached_in_run_order() {
-        let harness = &seed_harnesses()[0];
+        let harness = &seed_harnesses()[1];
         let mut child = node("n0001", Some("n0000"), harness, &[1.0, 1.0], &[], true);
         let mut rerun = child.evaluation.clone();
         // The parent's re-run ran first and reached the child's best bits on another task.

@@ -141,7 +141,7 @@ mod tests {
             evaluations: Some(1_500),
             seed: u64::MAX,
             writer: "builtin".into(),
-            harness: crate::harness::seed_harnesses()[0].to_toml(),
+            harness: crate::harness::seed_harnesses()[1].to_toml(),
             library: vec![program.to_toml()],
             agents: None,
         };

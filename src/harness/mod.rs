@@ -278,15 +278,10 @@ impl Harness {
     /// rules, no re-run of the parent, the whole budget on the revision. Under it the built-in
     /// agent's revision is program evolution's mutation step (the edit draw is tested below);
     /// the `milo-degenerate` benchmark method runs MILO's own machinery with it and harness
-    /// evolution off, against `alphaevolve`. Its file, `problems/harnesses/program-evolution.toml`,
-    /// can seed a run (`--seed-harness`).
+    /// evolution off, against `alphaevolve`. Its file is `problems/harnesses/program-evolution.toml`,
+    /// the first of [`seed_harnesses`].
     pub fn program_evolution() -> Harness {
-        let text = include_str!("../../problems/harnesses/program-evolution.toml");
-        let origin = Path::new("problems/harnesses/program-evolution.toml");
-        match Harness::parse(text, origin) {
-            Ok(h) => h,
-            Err(e) => panic!("embedded program-evolution harness is broken: {e}"),
-        }
+        seed_harnesses().remove(0)
     }
 
     /// Whether `self` and `other` spend a task's budget alike: every setting is equal but the
@@ -391,8 +386,14 @@ fn long_number_array(value: &toml::Value, path: String) -> Option<String> {
 }
 
 /// The seed harnesses shipped with milo (`problems/harnesses/`), embedded in the binary.
+/// Program evolution's comes first, so island 0 (and every run, whatever its islands) starts
+/// from program evolution and harness evolution can only add to it.
 pub fn seed_harnesses() -> Vec<Harness> {
     [
+        (
+            "program-evolution",
+            include_str!("../../problems/harnesses/program-evolution.toml"),
+        ),
         (
             "steady-polish",
             include_str!("../../problems/harnesses/steady-polish.toml"),
@@ -452,7 +453,8 @@ mod tests {
     #[test]
     fn seed_harnesses_are_distinct_and_round_trip() {
         let seeds = seed_harnesses();
-        assert_eq!(seeds.len(), 3);
+        assert_eq!(seeds.len(), 4);
+        assert_eq!(seeds[0], Harness::program_evolution());
         for (i, a) in seeds.iter().enumerate() {
             let back = Harness::parse(&a.to_toml(), Path::new("x")).unwrap();
             assert_eq!(&back, a);
@@ -496,7 +498,7 @@ mod tests {
 
     #[test]
     fn a_dry_run_sees_through_names_and_rules_that_do_not_fire() {
-        let parent = seed_harnesses()[2].clone(); // diagnostician: rules on evidence
+        let parent = seed_harnesses()[3].clone(); // diagnostician: rules on evidence
         let mut renamed = parent.clone();
         renamed.name = "other".into();
         renamed.description = "other".into();
@@ -518,7 +520,7 @@ mod tests {
     }
 
     fn with(edit: &str) -> String {
-        let base = seed_harnesses()[0].to_toml();
+        let base = seed_harnesses()[1].to_toml();
         format!("{edit}\n{base}")
     }
 
@@ -530,7 +532,7 @@ mod tests {
                 .to_string()
         };
         assert!(err(&with("colour = 3")).contains("colour"));
-        let base = seed_harnesses()[0].clone();
+        let base = seed_harnesses()[1].clone();
         let mut bad = base.clone();
         bad.programs = 0;
         assert!(err(&bad.to_toml()).contains("programs"));
@@ -582,7 +584,7 @@ mod tests {
             assert!(!seed.to_toml().contains("llm"));
         }
         let with = seed_harnesses_for("llm");
-        assert_eq!(with.len(), 4);
+        assert_eq!(with.len(), 5);
         assert!(with.iter().all(|h| h.llm.is_some()));
         assert_eq!(seed_harnesses_for("builtin"), seed_harnesses());
         // Prompts are part of behaviour, and of generality.
@@ -611,11 +613,11 @@ mod tests {
         assert!(message.contains("values"), "{message}");
         assert!(message.contains("construction data"), "{message}");
 
-        let mut sneaky = seed_harnesses()[0].clone();
+        let mut sneaky = seed_harnesses()[1].clone();
         sneaky.description = "special-case alphaevolve/third-default/s1".into();
         let forbidden = vec!["alphaevolve/third-default/s1".to_string()];
         assert!(sneaky.check_general(&forbidden).is_err());
-        assert!(seed_harnesses()[0].check_general(&forbidden).is_ok());
+        assert!(seed_harnesses()[1].check_general(&forbidden).is_ok());
     }
 
     #[test]

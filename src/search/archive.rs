@@ -3,10 +3,10 @@
 //! before it, so revisions build on revisions; the archive changes only at round boundaries and
 //! is a function of the lineage (a resumed run rebuilds it).
 //!
-//! By default a slot's parent is its best program (a population of one). With a larger
-//! population (`--archive-population K`) each task of a round draws its parent from the slot's
-//! K best distinct programs as program evolution draws from an island's survivors: the best
-//! with probability [`EXPLOIT`], else one of the K uniformly.
+//! Each task of a round draws its parent from the slot's K best distinct programs
+//! (`--archive-population K`, by default [`PROGRAM_EVOLUTION_POPULATION`]) as program evolution
+//! draws from an island's survivors: the best with probability [`EXPLOIT`], else one of the K
+//! uniformly. With K = 1 a slot's parent is always its best program.
 
 use super::round_tasks::{better_as_f64, slot_of};
 use super::state::SearchState;
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 /// member of the population (as `alphaevolve` draws its parents).
 pub const EXPLOIT: f64 = 0.5;
 
-/// Programs an `alphaevolve` island keeps, and the population of `milo-degenerate`'s archive.
+/// Programs an `alphaevolve` island keeps, and the default population of a slot's archive.
 pub const PROGRAM_EVOLUTION_POPULATION: usize = 6;
 
 /// Stream of the population draws (kept apart from the tasks' seeds).

@@ -740,7 +740,7 @@ mod tests {
     fn harnesses_are_content_addressed() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = JsonlLineage::create(dir.path()).unwrap();
-        let h = crate::harness::seed_harnesses().remove(1);
+        let h = crate::harness::seed_harnesses().remove(2);
         let hash = store.put_harness(&h).unwrap();
         assert_eq!(store.put_harness(&h).unwrap(), hash);
         assert_eq!(store.harness(&hash).unwrap(), h);

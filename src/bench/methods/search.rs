@@ -49,8 +49,8 @@ pub struct SearchKnobs {
     pub islands: Option<usize>,
     /// Search tasks per harness per round.
     pub tasks_per_round: usize,
-    /// Programs each slot's archive keeps as parents (absent: the variant's own, see
-    /// [`SearchVariant::archive_population`]).
+    /// Programs each slot's archive keeps as parents (absent:
+    /// [`archive::PROGRAM_EVOLUTION_POPULATION`], as `alphaevolve` keeps per island).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archive_population: Option<usize>,
     /// The islands' seed harnesses, recorded whole (`--seed-harness`; empty: each variant's own).
@@ -79,9 +79,6 @@ pub struct SearchVariant {
     components: Components,
     /// The islands' seed harnesses (empty: the built-in seeds).
     seeds: Vec<Harness>,
-    /// Programs each slot's archive keeps as parents unless the benchmark says otherwise:
-    /// `milo-degenerate` keeps a population like an `alphaevolve` island's, the rest 1.
-    archive_population: usize,
 }
 
 /// The variant called `name` (`milo` and `ladder-e` are the full method).
@@ -147,12 +144,9 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
         ),
         _ => return None,
     };
-    let (seeds, archive_population) = match name {
-        "milo-degenerate" => (
-            vec![Harness::program_evolution()],
-            archive::PROGRAM_EVOLUTION_POPULATION,
-        ),
-        _ => (vec![], 1),
+    let seeds = match name {
+        "milo-degenerate" => vec![Harness::program_evolution()],
+        _ => vec![],
     };
     Some(SearchVariant {
         name,
@@ -160,7 +154,6 @@ pub fn variant(name: &str) -> Option<SearchVariant> {
         mutators,
         components,
         seeds,
-        archive_population,
     })
 }
 
@@ -208,7 +201,7 @@ impl Method for SearchVariant {
                 archive_population: ctx
                     .search
                     .archive_population
-                    .unwrap_or(self.archive_population),
+                    .unwrap_or(archive::PROGRAM_EVOLUTION_POPULATION),
                 seed_harnesses: match (self.name, ctx.search.seed_harnesses.is_empty()) {
                     ("milo-degenerate", _) | (_, true) => self.seeds.clone(),
                     _ => ctx.search.seed_harnesses.clone(),

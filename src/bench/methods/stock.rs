@@ -10,7 +10,7 @@ use super::{Method, RunContext};
 use crate::agent::{GivenProgram, OptimizerWriter};
 use crate::bench::trajectory::Trajectory;
 use crate::error::Result;
-use crate::harness::seed_harnesses;
+use crate::harness::Harness;
 use crate::program::Program;
 use crate::suite::Task;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ impl Method for Stock {
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut log = BaselineLog::open(ctx.dir)?;
         // The verbatim writer ignores the harness; one is needed to evaluate.
-        let harness = &seed_harnesses()[0];
+        let harness = &Harness::program_evolution();
         let search = self.with_own_program(ctx.search_tasks());
         let mut current = CurrentStarts::rebuild(ctx, search, log.promotions())?;
         while ctx.may_step(&log) {

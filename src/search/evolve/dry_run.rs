@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn the_dry_run_tells_a_change_the_edits_feel_from_one_they_do_not() {
         with_dry_run(|dry_run| {
-            let parent = seed_harnesses()[0].clone();
+            let parent = seed_harnesses()[1].clone();
             let mut verify = parent.clone();
             verify.verify_top += 1;
             verify.triage = 0.9;
@@ -163,7 +163,7 @@ mod tests {
     fn what_shapes_revisions_decides_only_when_a_plan_draws_one() {
         with_dry_run(|dry_run| {
             let with_menu = |kind: EditKind, revise: RevisionBase| {
-                let mut harness = seed_harnesses()[0].clone();
+                let mut harness = seed_harnesses()[1].clone();
                 harness.menu = [(kind, 1.0)].into_iter().collect();
                 harness.revise = revise;
                 harness

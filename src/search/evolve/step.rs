@@ -3,7 +3,7 @@
 
 use super::dry_run::DryRun;
 use super::{diff, Search, SearchObserver};
-use crate::agent::writer_by_name;
+use crate::agent::{writer_by_name, GivenProgram, OptimizerWriter};
 use crate::error::Result;
 use crate::harness::{seed_harnesses_for, Evidence, Harness};
 use crate::llm::Usage;
@@ -16,7 +16,7 @@ use crate::search::lineage::{
     AdmissionPolicy, FailureRecord, LineageRecord, NodeRecord, ParentChoice,
 };
 use crate::search::mutators::{MutationContext, Proposal};
-use crate::search::round_tasks::slot_gains;
+use crate::search::round_tasks::{slot_gains, slot_of};
 use crate::search::selection::{select_parent, MemberScores, SelectionParams};
 use crate::suite::{Split, Task};
 use rand::{Rng, SeedableRng};
@@ -83,6 +83,21 @@ impl Search {
         node: &str,
         observer: &mut dyn SearchObserver,
     ) -> Result<Outcome> {
+        let writer = self.config().writer.clone();
+        self.evaluate_with(&writer, harness, tasks, (island, round), node, observer)
+    }
+
+    /// [`Search::evaluate`] with `writer` in place of the run's (the seed round's unedited
+    /// tasks run under `verbatim`); an earlier evaluation is reused only for the run's writer.
+    fn evaluate_with(
+        &mut self,
+        writer: &str,
+        harness: &Harness,
+        tasks: &[&Task],
+        (island, round): (usize, usize),
+        node: &str,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<Outcome> {
         let ids = Self::task_ids(tasks);
         let hash = harness.content_hash();
         let state = &self.state;
@@ -101,7 +116,7 @@ impl Search {
                 .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
                 .cloned()
         });
-        if let Some(mut known) = known {
+        if let Some(mut known) = known.filter(|_| writer == self.config().writer) {
             known.reused = true;
             return Ok(Outcome::Done(known, vec![]));
         }
@@ -110,7 +125,7 @@ impl Search {
         let settings = EvaluationSettings {
             problem: self.suite.problem.as_ref(),
             attempts: config.attempts,
-            writer: &config.writer,
+            writer,
             quality: config.quality,
             cost: config.cost,
             library: &library,
@@ -215,8 +230,7 @@ impl Search {
         let harness = seeds[island % seeds.len()].clone();
         let id = self.state.next_node_id();
         let tasks = self.tasks_of_round(0);
-        let refs: Vec<&Task> = tasks.iter().collect();
-        let outcome = self.evaluate(&harness, &refs, (island, 0), &id, observer)?;
+        let outcome = self.evaluate_seed_round(&harness, &tasks, island, &id, observer)?;
         let Some(evaluation) = self.finished(outcome, 0, island, observer)? else {
             return Ok(());
         };
@@ -250,6 +264,48 @@ impl Search {
         self.record(LineageRecord::Node(Box::new(node.clone())))?;
         observer.node(&self.state, &node);
         Ok(())
+    }
+
+    /// The seed round's evaluation of island `island`'s seed `harness`. On island 0 the first
+    /// task of each slot runs the slot's program unedited (the `verbatim` writer), as program
+    /// evolution's first step runs its seed program: every slot's archive then holds the suite's
+    /// program with the score it reached, whatever edits the seed harnesses draw. The other
+    /// tasks, and every task of the other islands, run the harness.
+    fn evaluate_seed_round(
+        &mut self,
+        harness: &Harness,
+        tasks: &[Task],
+        island: usize,
+        node: &str,
+        observer: &mut dyn SearchObserver,
+    ) -> Result<Outcome> {
+        let refs: Vec<&Task> = tasks.iter().collect();
+        if island != 0 {
+            return self.evaluate(harness, &refs, (island, 0), node, observer);
+        }
+        let mut seen = HashSet::new();
+        let (unedited, edited): (Vec<&Task>, Vec<&Task>) =
+            refs.iter().partition(|t| seen.insert(slot_of(&t.id)));
+        let as_is = GivenProgram.name();
+        let outcome = self.evaluate_with(as_is, harness, &unedited, (island, 0), node, observer)?;
+        let Outcome::Done(first, mut found) = outcome else {
+            return Ok(outcome);
+        };
+        let outcome = match edited.is_empty() {
+            true => Outcome::Done(Evaluation::none(), vec![]),
+            false => self.evaluate(harness, &edited, (island, 0), node, observer)?,
+        };
+        let Outcome::Done(rest, more) = outcome else {
+            return Ok(outcome);
+        };
+        found.extend(more);
+        let config = self.config();
+        let (quality, cost) = (config.quality, config.cost);
+        let evaluation =
+            first
+                .joined(&rest, quality, cost)
+                .restricted(&Self::task_ids(&refs), quality, cost);
+        Ok(Outcome::Done(evaluation, found))
     }
 
     /// One round of one island: select a parent, propose children (one under the `paired`

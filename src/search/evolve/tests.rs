@@ -13,6 +13,8 @@ use crate::search::evaluation::{CostMeasure, Evaluation, Quality};
 use crate::search::lineage::{Components, ParentChoice};
 use crate::search::mutators::{MutationContext, MutationError, Mutator, Proposal};
 use crate::search::orchestrator::{Consultation, Orchestrator};
+use crate::search::round_tasks::slot_of;
+use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,6 +30,8 @@ fn script(harness: &str) -> Result<(f64, f64)> {
         "worse" => Ok((0.5, 2e6)),
         "better" => Ok((2.0, 1e6)),
         "cheaper" => Ok((1.0, 5e5)),
+        // The seed round's unedited runs ([`ScriptedVerbatim`]): less than any seed harness.
+        "verbatim" => Ok((0.5, 1e6)),
         "broken" => Err(MiloError::Usage("scripted writer failure".into())),
         _ => Ok((1.0, 1e6)),
     }
@@ -65,6 +69,24 @@ impl OptimizerWriter for ScriptedWriter {
             cpu_seconds: 0.0,
             usage: Default::default(),
         })
+    }
+}
+
+/// The scripted stand-in for the `verbatim` writer: the gain of the harness named `verbatim`,
+/// by the parent program unchanged.
+struct ScriptedVerbatim;
+
+impl OptimizerWriter for ScriptedVerbatim {
+    fn name(&self) -> &str {
+        "verbatim"
+    }
+
+    fn solve(&self, _harness: &Harness, task: &Assignment) -> Result<Attempt> {
+        let mut verbatim = Harness::program_evolution();
+        verbatim.name = "verbatim".into();
+        let mut attempt = ScriptedWriter.solve(&verbatim, task)?;
+        attempt.best_program = task.parent.clone();
+        Ok(attempt)
     }
 }
 
@@ -231,7 +253,9 @@ impl SearchObserver for Quiet {}
 /// Local threads with the scripted writer, recording into `script`.
 fn recording_executor(script: &Script) -> Box<dyn Executor> {
     Box::new(RecordingExecutor {
-        inner: LocalThreads::new(2).with_writer(Arc::new(ScriptedWriter)),
+        inner: LocalThreads::new(2)
+            .with_writer(Arc::new(ScriptedWriter))
+            .with_writer(Arc::new(ScriptedVerbatim)),
         batches: script.batches.clone(),
     })
 }
@@ -333,6 +357,48 @@ fn the_selected_parent_is_used_and_validation_is_run_for_a_new_best_but_never_sh
         .collect();
     let seed_name = node(&search, "n0000").name.clone();
     assert_eq!(validation_batches, [seed_name, "better".to_string()]);
+}
+
+#[test]
+fn the_seed_round_runs_each_slots_program_unedited_once_on_island_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let children = vec![Ok("worse"), Ok("worse")];
+    let (search, _, _) = run_with(dir.path(), 1, children, |c| c.islands = 2);
+    assert_eq!(node(&search, "n0001").round, 0);
+    let program_names = |id: &str| -> Vec<(String, String)> {
+        node(&search, id)
+            .evaluation
+            .tasks
+            .iter()
+            .map(|t| {
+                let text = t.best_program.as_ref().unwrap();
+                let program = Program::parse(text, Path::new("lineage")).unwrap();
+                (t.task.clone(), program.name)
+            })
+            .collect()
+    };
+    let suite_program = "third-default";
+    // Island 0: the first task of each slot ran the suite's program as it is, the others
+    // under the seed harness; the tasks keep the round's order.
+    let island_0 = program_names("n0000");
+    assert_eq!(island_0.len(), SEARCH_TASKS);
+    let mut slots_seen = HashSet::new();
+    for (task, program) in &island_0 {
+        match slots_seen.insert(slot_of(task).to_string()) {
+            true => assert_eq!(program, suite_program, "{task}"),
+            false => assert_eq!(program, &format!("{suite_program}+program-evolution")),
+        }
+    }
+    assert_eq!(slots_seen.len(), 2);
+    let ids: Vec<&String> = island_0.iter().map(|(t, _)| t).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_by_key(|id| id.rsplit_once('k').unwrap().1.parse::<usize>().unwrap());
+    assert_eq!(ids, sorted);
+    // Island 1 ran its seed harness on every task.
+    let island_1 = program_names("n0001");
+    assert!(island_1
+        .iter()
+        .all(|(_, p)| p.starts_with(&format!("{suite_program}+"))));
 }
 
 #[test]
@@ -554,7 +620,11 @@ fn a_cancelled_run_stops_before_its_next_step() {
         orchestrator: Box::new(RecordingOrchestrator {
             calls: Arc::default(),
         }),
-        executor: Box::new(LocalThreads::new(1).with_writer(Arc::new(ScriptedWriter))),
+        executor: Box::new(
+            LocalThreads::new(1)
+                .with_writer(Arc::new(ScriptedWriter))
+                .with_writer(Arc::new(ScriptedVerbatim)),
+        ),
     };
     let mut search = Search::start_with(other.path(), config, parts, cancel).unwrap();
     struct Quiet;
@@ -682,7 +752,7 @@ fn an_llm_mutators_tokens_and_diagnosis_and_an_llm_orchestrators_refusal_reach_t
     use crate::search::mutators::llm::LlmMutator;
     use crate::search::orchestrator::llm::LlmOrchestrator;
     let dir = tempfile::tempdir().unwrap();
-    let seed = crate::harness::seed_harnesses().remove(0);
+    let seed = crate::harness::seed_harnesses().remove(1);
     let answer = |programs: usize| {
         let mut child = seed.clone();
         child.programs = programs;

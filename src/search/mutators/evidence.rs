@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn it_prefers_edits_admitted_before_over_rejected_ones() {
-        let seed = seed_harnesses().remove(2);
+        let seed = seed_harnesses().remove(3);
         let dead: &[Evidence] = &[Evidence::DeadCells];
         let root = node("n0", None, &seed, &[0.0, 1.0], &[dead], true);
         let up = |kind: EditKind, factor: f64| {
@@ -359,7 +359,7 @@ mod tests {
                 25
             );
         }
-        let h = seed_harnesses().remove(0);
+        let h = seed_harnesses().remove(1);
         let quiet = node("n0", None, &h, &[1.0, 1.0], &[], true);
         assert_eq!(
             never_repeats_rejected(&EvidenceDriven, (&quiet, &h), None, 10),

@@ -367,7 +367,7 @@ mod tests {
     }
 
     fn parent() -> Harness {
-        seed_harnesses().remove(0)
+        seed_harnesses().remove(1)
     }
 
     fn changed(by: usize) -> Harness {

@@ -280,9 +280,9 @@ mod tests {
     #[test]
     fn child_names_do_not_nest_and_follow_the_policy() {
         let seeds = seed_harnesses();
-        let mut child = seeds[0].clone();
+        let mut child = seeds[1].clone();
         child.programs += 1;
-        let name = child_name(&seeds[0], "tuner", &child);
+        let name = child_name(&seeds[1], "tuner", &child);
         assert!(name.starts_with("steady-polish+tuner-"), "{name}");
         child.name = name.clone();
         let mut grandchild = child.clone();
@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn the_diagnosis_ranks_specific_failure_evidence_first() {
-        let h = seed_harnesses().remove(2);
+        let h = seed_harnesses().remove(3);
         let e = [
             &[Evidence::NoGain, Evidence::Stalled][..],
             &[Evidence::NoGain, Evidence::Stalled, Evidence::DeadCells][..],
@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn fresh_skips_rejected_and_known_policies_and_gives_up() {
-        let h = seed_harnesses().remove(0);
+        let h = seed_harnesses().remove(1);
         let n = node("n0", None, &h, &[1.0], &[], true);
         let mut rejected = HashSet::new();
         let bump = |rng: &mut ChaCha8Rng, _: usize| {

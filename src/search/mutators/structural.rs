@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn proposals_are_deterministic_valid_and_new() {
-        let h = seed_harnesses().remove(1);
+        let h = seed_harnesses().remove(2);
         let n = node("n0", None, &h, &[0.0, 1.0], &[&[Evidence::DeadCells]], true);
         let rejected = HashSet::new();
         let a = Structural
@@ -377,7 +377,7 @@ mod tests {
     /// stall-addressing edits added or promoted.
     #[test]
     fn the_dominant_evidence_shapes_the_rewrite() {
-        let h = seed_harnesses().remove(0);
+        let h = seed_harnesses().remove(1);
         assert!(h.rules.is_empty());
         let stalled: &[Evidence] = &[Evidence::Stalled, Evidence::NoGain];
         let n = node("n0", None, &h, &[0.0, 0.0, 1.0], &[stalled, stalled], true);

@@ -370,7 +370,7 @@ mod tests {
 
     #[test]
     fn proposals_are_deterministic_valid_and_new() {
-        let h = seed_harnesses().remove(2);
+        let h = seed_harnesses().remove(3);
         let n = node("n0", None, &h, &[0.0, 1.0], &[&[Evidence::Stalled]], true);
         let rejected = HashSet::new();
         let a = Tuner
@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn it_never_repeats_a_rejected_harness() {
-        let h = seed_harnesses().remove(0);
+        let h = seed_harnesses().remove(1);
         let n = node("n0", None, &h, &[0.0, 0.0, 1.0], &[], true);
         assert_eq!(never_repeats_rejected(&Tuner, (&n, &h), None, 30), 30);
     }
@@ -403,7 +403,7 @@ mod tests {
     /// exploration more often than fewer; a gaining one gets more reserve more often than less.
     #[test]
     fn the_diagnosis_steers_the_knob() {
-        let h = seed_harnesses().remove(2);
+        let h = seed_harnesses().remove(3);
         let rejected = HashSet::new();
         let count = |gains: &[f64], pick: &dyn Fn(&Harness) -> bool| {
             let n = node("n0", None, &h, gains, &[], true);
@@ -427,7 +427,7 @@ mod tests {
 
     #[test]
     fn an_expensive_parent_gets_fewer_programs() {
-        let h = seed_harnesses().remove(1);
+        let h = seed_harnesses().remove(2);
         let cheap = |id: &str| node(id, None, &h, &[2.0, 2.0], &[], true);
         let (a, b) = (cheap("a"), cheap("b"));
         let mut parent = node("p", None, &h, &[1.0, 1.0], &[], true);
