@@ -86,11 +86,16 @@ fn an_llm_writer_run_records_its_agents_and_failed_answers_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("run");
     let agents = agents_file(dir.path(), "[writer]\nbackends = [\"nowhere\"]\n");
-    let run = evolve(
+    // Three tasks over the two search slots: the seed round runs each slot's first task
+    // unedited, the writer the third.
+    let mut args = evolve_args(
         dir.path(),
         &run_dir,
         &["--writer", "llm", "--agents", &agents],
     );
+    let per_round = args.iter().position(|a| a == "--tasks-per-round").unwrap();
+    args[per_round + 1] = "3".into();
+    let run = milo(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(run.code, 0, "{}", run.stderr);
     let lineage = std::fs::read_to_string(run_dir.join("lineage.jsonl")).unwrap();
     let records: Vec<serde_json::Value> = lineage
@@ -107,7 +112,12 @@ fn an_llm_writer_run_records_its_agents_and_failed_answers_and_resumes() {
         .find(|r| r["record"] == "node")
         .expect("a seed node");
     assert_eq!(seed["name"], "llm-writer", "{seed}");
-    let edits = seed["evaluation"]["tasks"][0]["edits"].to_string();
+    // Its first two tasks ran their slot's program unedited (the seed round's `verbatim`
+    // runs); the task the writer ran shows the failed answer.
+    let tasks = seed["evaluation"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["edits"].to_string(), r#"["Minimal: "]"#);
+    assert_eq!(tasks[1]["edits"].to_string(), r#"["Minimal: "]"#);
+    let edits = tasks[2]["edits"].to_string();
     assert!(edits.contains("nowhere answer 1 (failed:"), "{edits}");
 
     let shown = milo(&["lineage", run_dir.to_str().unwrap()]);
