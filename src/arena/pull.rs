@@ -12,7 +12,7 @@
 //! exists is a complete pull.
 
 use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
-use crate::bounded_read::{read_bytes_capped, read_text_capped, CONSTRUCTION_CAP, RECORDS_CAP};
+use crate::bounded_read::{read_bytes_capped, read_json_capped, CONSTRUCTION_CAP, SETTINGS_JSON};
 use crate::construction::{parse_values, write_values};
 use crate::error::{write_error, MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
 use crate::exact::rational::{decimal_of_f64, decimal_string, from_f64, to_f64, SCORE_DIGITS};
@@ -495,11 +495,7 @@ fn entry_names(dir: &Path) -> Result<Vec<String>> {
 /// Every file name an earlier pull's `summary` lists, itself included; a name that is not a
 /// plain name inside the directory (`..`, a path with `/`, an absolute path) is refused.
 fn listed_names(summary: &Path) -> Result<Vec<String>> {
-    let text = read_text_capped(summary, RECORDS_CAP, "pull summary")?;
-    let listing: Listing = serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
-        path: summary.to_path_buf(),
-        message: format!("not a pull summary ({e})"),
-    })?;
+    let listing: Listing = read_json_capped(summary, SETTINGS_JSON, "pull summary")?;
     let mut names = vec![SUMMARY_FILE.to_string()];
     for entry in listing.entries {
         for name in [entry.file, entry.provenance_file] {
@@ -636,6 +632,6 @@ mod tests {
         }
         std::fs::write(pull.join(SUMMARY_FILE), "{}").unwrap();
         let err = check_target(&pull, true).unwrap_err().to_string();
-        assert!(err.contains("not a pull summary"), "{err}");
+        assert!(err.contains("not a readable pull summary"), "{err}");
     }
 }
