@@ -100,11 +100,33 @@ const FIRST_CHUNK: usize = 64 * 1024;
 pub fn read_bytes_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(read_error(path))?;
     let length_hint = file.metadata().map_or(0, |m| m.len());
+    refuse_past_cap_by_length(&file, path, what, cap)?;
     let bytes = read_at_most(file, cap.saturating_add(1), length_hint).map_err(read_error(path))?;
     if bytes.len() as u64 > cap {
         return Err(past_cap(path, what, cap));
     }
     Ok(bytes)
+}
+
+/// A regular `file` longer than `cap` refused on its length, before a byte is read (a sparse
+/// 10 GB file costs nothing); a file of another kind has no length to go by.
+fn refuse_past_cap_by_length(
+    file: &std::fs::File,
+    path: &Path,
+    what: &str,
+    cap: u64,
+) -> Result<()> {
+    match file.metadata() {
+        Ok(meta) if meta.is_file() && meta.len() > cap => Err(MiloError::Malformed {
+            path: path.to_path_buf(),
+            message: format!(
+                "{what} is past its size cap of {} ({} bytes)",
+                size_text(cap),
+                meta.len()
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The bytes of `path`, which must be a regular file, at most `cap` of them (else as
@@ -134,6 +156,7 @@ pub fn read_regular_file_capped(path: &Path, cap: u64, what: &str) -> Result<Vec
     if !meta.is_file() {
         return Err(not_regular(meta.file_type()));
     }
+    refuse_past_cap_by_length(&file, path, what, cap)?;
     let bytes = read_at_most(file, cap.saturating_add(1), meta.len()).map_err(read_error(path))?;
     if bytes.len() as u64 > cap {
         return Err(past_cap(path, what, cap));
@@ -191,6 +214,7 @@ pub fn read_maybe_gzipped_capped(path: &Path, cap: u64, what: &str) -> Result<Ve
     use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(read_error(path))?;
     let length_hint = file.metadata().map_or(0, |m| m.len());
+    refuse_past_cap_by_length(&file, path, what, cap)?;
     let mut reader = std::io::BufReader::new(file.take(cap.saturating_add(1)));
     let head = reader.fill_buf().map_err(read_error(path))?;
     if !head.starts_with(GZIP_MAGIC) {
@@ -256,17 +280,7 @@ pub fn read_json_file_capped<T: serde::de::DeserializeOwned>(
     caps: JsonCaps,
     what: &str,
 ) -> Result<T> {
-    let meta = file.metadata().map_err(read_error(path))?;
-    if meta.is_file() && meta.len() > caps.bytes {
-        return Err(MiloError::Malformed {
-            path: path.to_path_buf(),
-            message: format!(
-                "{what} is past its size cap of {} ({} bytes)",
-                size_text(caps.bytes),
-                meta.len()
-            ),
-        });
-    }
+    refuse_past_cap_by_length(&file, path, what, caps.bytes)?;
     let mut guard = JsonGuard::new(file, caps);
     let parsed = serde_json::from_reader(std::io::BufReader::new(&mut guard));
     if let Some(passed) = guard.passed {
@@ -495,6 +509,30 @@ mod tests {
             message.contains("record is past its size cap of 100 bytes"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_regular_file_past_its_cap_is_refused_on_its_length_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("output");
+        // Sparse, 10 GB: no disk, and no byte of it read.
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(10_000_000_000)
+            .unwrap();
+        for read in [
+            read_bytes_capped,
+            read_regular_file_capped,
+            read_maybe_gzipped_capped,
+        ] {
+            let message = read(&path, 100, "the output").unwrap_err().to_string();
+            assert!(
+                message.ends_with(
+                    "output: the output is past its size cap of 100 bytes (10000000000 bytes)"
+                ),
+                "{message}"
+            );
+        }
     }
 
     #[test]
