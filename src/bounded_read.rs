@@ -59,8 +59,9 @@ pub struct JsonCaps {
 /// names, paths and exact scores: 33 MiB.
 pub const JSON_TEXT_CAP: u64 = 2 * CONFIG_CAP + MIB;
 /// Settings and summaries written once: a benchmark's `bench.json` (at most 64 methods and
-/// 2 × 1,000 seeds), its runs' start times and CPU spent, the `PULL.json` of `milo arena pull`
-/// (at most 100 entries): a definition file's cap ([`CONFIG_CAP`]), 2^20 items.
+/// 2 × 1,000 seeds), its runs' start times and CPU spent, a transfer method's provenance, the
+/// `PULL.json` of `milo arena pull` (at most 100 entries): a definition file's cap
+/// ([`CONFIG_CAP`]), 2^20 items.
 pub const SETTINGS_JSON: JsonCaps = JsonCaps {
     bytes: CONFIG_CAP,
     items: 1 << 20,
