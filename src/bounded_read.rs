@@ -32,9 +32,6 @@ pub const CONSTRUCTION_CAP: u64 = (LARGEST_MAX_LEN * BYTES_PER_VALUE).div_ceil(M
 /// Largest definition or settings file: suites, programs and harnesses (TOML), campaign
 /// settings and provenance (JSON): 16 MiB.
 pub const CONFIG_CAP: u64 = 16 * MIB;
-/// Largest record file read whole: the arena ledger, benchmark records, spool tasks, results and
-/// job lists, pull summaries: 1 GiB.
-pub const RECORDS_CAP: u64 = GIB;
 /// Largest line of a JSON-lines record file (lineages, benchmark steps, the arena ledger): what
 /// one record can legitimately hold, 64 MiB. The largest text a record quotes is a diff of two
 /// definition files (a node's edit: old and new harness, each at most [`CONFIG_CAP`]; a step's
@@ -45,6 +42,53 @@ pub const RECORDS_CAP: u64 = GIB;
 pub const RECORD_LINE_CAP: u64 = 2 * 2 * CONFIG_CAP;
 /// Largest arena credentials file (one short key): 64 KiB.
 pub const CREDENTIALS_CAP: u64 = 64 * KIB;
+/// The caps of one kind of JSON record file, read as a stream by [`read_json_capped`]: its
+/// bytes, and its items (array values and object entries, counted as the commas and opening
+/// brackets outside strings). The items bound what the parsed value holds in memory whatever
+/// the density of the text (`[[],[],…]` is 24 bytes of memory for every 3 bytes of file), and
+/// the strings of any such file hold at most [`JSON_TEXT_CAP`] bytes in all.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JsonCaps {
+    /// Most bytes the file may hold.
+    pub bytes: u64,
+    /// Most items (array values and object entries) the file may hold.
+    pub items: u64,
+}
+/// Bytes all the strings of one JSON record file may hold together: one definition file
+/// JSON-escaped (2 × [`CONFIG_CAP`]: a trace's program, an attempt's parent), plus 1 MiB for
+/// names, paths and exact scores: 33 MiB.
+pub const JSON_TEXT_CAP: u64 = 2 * CONFIG_CAP + MIB;
+/// Settings and summaries written once: a benchmark's `bench.json` (at most 64 methods and
+/// 2 × 1,000 seeds), its runs' start times and CPU spent, a transfer method's provenance, the
+/// `PULL.json` of `milo arena pull` (at most 100 entries): a definition file's cap
+/// ([`CONFIG_CAP`]), 2^20 items.
+pub const SETTINGS_JSON: JsonCaps = JsonCaps {
+    bytes: CONFIG_CAP,
+    items: 1 << 20,
+};
+/// A spool's attempt task or worker result: one construction of at most [`LARGEST_MAX_LEN`]
+/// values as serde writes them (a shortest round-trip float64 and its comma, at most 25 bytes:
+/// 48 MiB), plus the programs, harness and agents file it quotes ([`JSON_TEXT_CAP`]): 81 MiB;
+/// the values plus 2^20 items.
+pub const ATTEMPT_JSON: JsonCaps = JsonCaps {
+    bytes: (LARGEST_MAX_LEN * 25).div_ceil(MIB) * MIB + JSON_TEXT_CAP,
+    items: LARGEST_MAX_LEN + (1 << 20),
+};
+/// Records that grow with a benchmark: a run's `summary.json` and the `results.json` of all
+/// runs (a best-so-far curve point, four items, per evaluation), a spool's job list: 2^21
+/// curve points (about 270 MB as milo writes them, pretty) and 512 MiB.
+pub const RECORDS_JSON: JsonCaps = JsonCaps {
+    bytes: 512 * MIB,
+    items: 8 << 20,
+};
+/// An optimize trace (a point per improvement, a record per stage, the program it ran): 2^20
+/// items and 256 MiB. Its points are read through a generic value first (the file flattens
+/// the trace into its top level), about 150 bytes of memory each, so fewer items than
+/// [`RECORDS_JSON`].
+pub const TRACE_JSON: JsonCaps = JsonCaps {
+    bytes: 256 * MIB,
+    items: 1 << 20,
+};
 
 /// What standard input is called in messages (as the path of its errors).
 pub const STDIN_NAME: &str = "standard input";
@@ -57,11 +101,33 @@ const FIRST_CHUNK: usize = 64 * 1024;
 pub fn read_bytes_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(read_error(path))?;
     let length_hint = file.metadata().map_or(0, |m| m.len());
+    refuse_past_cap_by_length(&file, path, what, cap)?;
     let bytes = read_at_most(file, cap.saturating_add(1), length_hint).map_err(read_error(path))?;
     if bytes.len() as u64 > cap {
         return Err(past_cap(path, what, cap));
     }
     Ok(bytes)
+}
+
+/// A regular `file` longer than `cap` refused on its length, before a byte is read (a sparse
+/// 10 GB file costs nothing); a file of another kind has no length to go by.
+fn refuse_past_cap_by_length(
+    file: &std::fs::File,
+    path: &Path,
+    what: &str,
+    cap: u64,
+) -> Result<()> {
+    match file.metadata() {
+        Ok(meta) if meta.is_file() && meta.len() > cap => Err(MiloError::Malformed {
+            path: path.to_path_buf(),
+            message: format!(
+                "{what} is past its size cap of {} ({} bytes)",
+                size_text(cap),
+                meta.len()
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The bytes of `path`, which must be a regular file, at most `cap` of them (else as
@@ -91,6 +157,7 @@ pub fn read_regular_file_capped(path: &Path, cap: u64, what: &str) -> Result<Vec
     if !meta.is_file() {
         return Err(not_regular(meta.file_type()));
     }
+    refuse_past_cap_by_length(&file, path, what, cap)?;
     let bytes = read_at_most(file, cap.saturating_add(1), meta.len()).map_err(read_error(path))?;
     if bytes.len() as u64 > cap {
         return Err(past_cap(path, what, cap));
@@ -148,6 +215,7 @@ pub fn read_maybe_gzipped_capped(path: &Path, cap: u64, what: &str) -> Result<Ve
     use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(read_error(path))?;
     let length_hint = file.metadata().map_or(0, |m| m.len());
+    refuse_past_cap_by_length(&file, path, what, cap)?;
     let mut reader = std::io::BufReader::new(file.take(cap.saturating_add(1)));
     let head = reader.fill_buf().map_err(read_error(path))?;
     if !head.starts_with(GZIP_MAGIC) {
@@ -189,6 +257,143 @@ fn finish_gunzip(
         });
     }
     Ok(bytes)
+}
+
+/// The value of the JSON file `path` (a `what`), read as a stream within `caps` and
+/// [`JSON_TEXT_CAP`]: the bytes are never held whole, so a refused file costs at most what its
+/// parsed value held when it was refused. A regular file longer than `caps.bytes` is refused
+/// before a byte is read; a file past any cap while it is read, or not JSON of the expected
+/// shape, is a [`MiloError::Malformed`] (exit 6) naming the cap and the size, or saying "not a
+/// readable `what`" with the line and column.
+pub fn read_json_capped<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    caps: JsonCaps,
+    what: &str,
+) -> Result<T> {
+    let file = std::fs::File::open(path).map_err(read_error(path))?;
+    read_json_file_capped(file, path, caps, what)
+}
+
+/// [`read_json_capped`] of `file`, already open (`path` names it in errors).
+pub fn read_json_file_capped<T: serde::de::DeserializeOwned>(
+    file: std::fs::File,
+    path: &Path,
+    caps: JsonCaps,
+    what: &str,
+) -> Result<T> {
+    refuse_past_cap_by_length(&file, path, what, caps.bytes)?;
+    let mut guard = JsonGuard::new(file, caps);
+    let parsed = serde_json::from_reader(std::io::BufReader::new(&mut guard));
+    if let Some(passed) = guard.passed {
+        return Err(MiloError::Malformed {
+            path: path.to_path_buf(),
+            message: match passed {
+                Passed::Bytes => format!(
+                    "{what} is past its size cap of {} (more bytes)",
+                    size_text(caps.bytes)
+                ),
+                Passed::Items => format!(
+                    "{what} is past its cap of {} items (array values and object entries)",
+                    caps.items
+                ),
+                Passed::Text => format!(
+                    "{what} holds strings past their cap of {} in all",
+                    size_text(JSON_TEXT_CAP)
+                ),
+            },
+        });
+    }
+    parsed.map_err(|e: serde_json::Error| match e.io_error_kind() {
+        Some(_) => read_error(path)(e.into()),
+        None => MiloError::Malformed {
+            path: path.to_path_buf(),
+            message: format!("not a readable {what}: {e}"),
+        },
+    })
+}
+
+/// Which cap of [`JsonCaps`] a JSON file passed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Passed {
+    Bytes,
+    Items,
+    Text,
+}
+
+/// A reader of JSON text that counts its bytes, its items and the bytes inside its strings as
+/// they pass (a quote opens or closes a string unless a backslash escapes it), and fails once
+/// one of them is past its cap.
+struct JsonGuard<R> {
+    inner: R,
+    caps: JsonCaps,
+    bytes: u64,
+    items: u64,
+    text: u64,
+    in_string: bool,
+    escaped: bool,
+    passed: Option<Passed>,
+}
+
+impl<R: Read> JsonGuard<R> {
+    fn new(inner: R, caps: JsonCaps) -> JsonGuard<R> {
+        JsonGuard {
+            inner,
+            caps,
+            bytes: 0,
+            items: 0,
+            text: 0,
+            in_string: false,
+            escaped: false,
+            passed: None,
+        }
+    }
+
+    fn count(&mut self, chunk: &[u8]) -> Option<Passed> {
+        self.bytes += chunk.len() as u64;
+        if self.bytes > self.caps.bytes {
+            return Some(Passed::Bytes);
+        }
+        for &b in chunk {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => {
+                        self.in_string = false;
+                        continue;
+                    }
+                    _ => {}
+                }
+                self.text += 1;
+            } else {
+                match b {
+                    b'"' => self.in_string = true,
+                    b',' | b'[' | b'{' => self.items += 1,
+                    _ => {}
+                }
+            }
+        }
+        if self.items > self.caps.items {
+            Some(Passed::Items)
+        } else if self.text > JSON_TEXT_CAP {
+            Some(Passed::Text)
+        } else {
+            None
+        }
+    }
+}
+
+impl<R: Read> Read for JsonGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.passed.is_none() {
+            let n = self.inner.read(buf)?;
+            self.passed = self.count(&buf[..n]);
+            if self.passed.is_none() {
+                return Ok(n);
+            }
+        }
+        Err(std::io::Error::other("past a cap of the file"))
+    }
 }
 
 /// The error for `what` at `path` being longer than `cap` bytes.
@@ -308,6 +513,30 @@ mod tests {
     }
 
     #[test]
+    fn a_regular_file_past_its_cap_is_refused_on_its_length_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("output");
+        // Sparse, 10 GB: no disk, and no byte of it read.
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(10_000_000_000)
+            .unwrap();
+        for read in [
+            read_bytes_capped,
+            read_regular_file_capped,
+            read_maybe_gzipped_capped,
+        ] {
+            let message = read(&path, 100, "the output").unwrap_err().to_string();
+            assert!(
+                message.ends_with(
+                    "output: the output is past its size cap of 100 bytes (10000000000 bytes)"
+                ),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn a_file_grown_past_the_first_chunk_is_read_whole() {
         let dir = tempfile::tempdir().unwrap();
         let content: Vec<u8> = (0..5 * FIRST_CHUNK).map(|i| (i % 251) as u8).collect();
@@ -383,6 +612,87 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("not a readable gzip stream"), "{message}");
+    }
+
+    #[test]
+    fn a_json_file_past_its_size_cap_is_refused_before_a_byte_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.json");
+        // Sparse: reading it whole would cost 16 MiB; it is refused on its length alone.
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(SETTINGS_JSON.bytes + 1).unwrap();
+        let err = read_json_capped::<serde_json::Value>(&path, SETTINGS_JSON, "benchmark record")
+            .unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
+        assert!(
+            err.to_string().ends_with(
+                "bench.json: benchmark record is past its size cap of 16 MiB (16777217 bytes)"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn json_items_are_counted_outside_strings_and_refused_past_their_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = JsonCaps {
+            bytes: 1_000,
+            items: 5,
+        };
+        let read = |text: &str| {
+            let path = file_of(dir.path(), "r.json", text.as_bytes());
+            read_json_capped::<serde_json::Value>(&path, caps, "record")
+        };
+        // `[` and four commas: five items.
+        assert_eq!(
+            read("[1,2,3,4,5]").unwrap(),
+            serde_json::json!([1, 2, 3, 4, 5])
+        );
+        let err = read("[1,2,3,4,5,6]").unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
+        assert!(
+            err.to_string()
+                .contains("record is past its cap of 5 items (array values and object entries)"),
+            "{err}"
+        );
+        // Commas, brackets and escaped quotes inside strings are text, not items.
+        let text = r#"["a,b,[{", "\",[{,"]"#;
+        assert_eq!(read(text).unwrap()[1], "\",[{,");
+        // A longer regular file is refused on its length; a device (or a pipe), which has
+        // none, once its bytes pass the cap.
+        let long = format!("[\"{}\"]", "x".repeat(1_000));
+        let err = read(&long).unwrap_err().to_string();
+        assert!(err.contains("(1004 bytes)"), "{err}");
+        let err = read_json_capped::<serde_json::Value>(Path::new("/dev/zero"), caps, "record")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("record is past its size cap of 1000 bytes (more bytes)"),
+            "{err}"
+        );
+        let err = read("[1, 2").unwrap_err().to_string();
+        assert!(err.contains("not a readable record: EOF"), "{err}");
+    }
+
+    #[test]
+    fn json_strings_past_their_cap_in_all_are_refused_while_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = JsonCaps {
+            bytes: 2 * JSON_TEXT_CAP,
+            items: 10,
+        };
+        let half = "y".repeat((JSON_TEXT_CAP / 2) as usize);
+        let at_cap = format!("[\"{half}\",\"{half}\"]");
+        let path = file_of(dir.path(), "at.json", at_cap.as_bytes());
+        assert!(read_json_capped::<Vec<String>>(&path, caps, "trace").is_ok());
+        let past = format!("[\"{half}\",\"{half}\",\"z\"]");
+        let path = file_of(dir.path(), "past.json", past.as_bytes());
+        let err = read_json_capped::<Vec<String>>(&path, caps, "trace").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("trace holds strings past their cap of 33 MiB in all"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -40,7 +40,9 @@ impl DirLock {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 let mut text = String::new();
-                let pid = file
+                // A process id is a few digits: a lock file grown huge is not read whole.
+                let pid = (&file)
+                    .take(64)
                     .read_to_string(&mut text)
                     .ok()
                     .and_then(|_| text.trim().parse().ok());

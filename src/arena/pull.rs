@@ -12,7 +12,9 @@
 //! exists is a complete pull.
 
 use crate::arena::client::{ArenaClient, ArenaId, ArenaProblem, ArenaSolution};
-use crate::bounded_read::{read_bytes_capped, read_text_capped, CONSTRUCTION_CAP, RECORDS_CAP};
+use crate::bounded_read::{
+    read_bytes_capped, read_json_file_capped, CONSTRUCTION_CAP, SETTINGS_JSON,
+};
 use crate::construction::{parse_values, write_values};
 use crate::error::{write_error, MiloError, Result, EXIT_INVALID, EXIT_MISMATCH, EXIT_OK};
 use crate::exact::rational::{decimal_of_f64, decimal_string, from_f64, to_f64, SCORE_DIGITS};
@@ -390,15 +392,90 @@ fn target_name(into: &Path) -> Result<String> {
 }
 
 /// What stands at a pull's target.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 enum Target {
     /// Nothing: the pull is renamed into place.
     Missing,
     /// An empty directory, removed before the pull is renamed into place.
     Empty,
-    /// An earlier pull (with `--force`): these files of it, every one listed by its own
-    /// `PULL.json` (which is among them), are deleted once the new pull is in place.
-    Pull(Vec<String>),
+    /// An earlier pull (with `--force`), held open: these files of it, every one listed by its
+    /// own `PULL.json` (which is among them), are deleted from it once the new pull is in place.
+    Pull(PullDir, Vec<String>),
+}
+
+/// A directory held open without following a symbolic link (`O_DIRECTORY | O_NOFOLLOW`):
+/// what is listed, checked, read and deleted in it is relative to the open directory
+/// (`fstatat`, `openat`, `unlinkat`, none following a link), so it stays in that directory
+/// whatever its path names meanwhile (the directory renamed, a symbolic link put in its place).
+#[derive(Debug)]
+struct PullDir {
+    fd: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+impl PullDir {
+    /// Opens the directory `path`; a symbolic link or anything but a directory is an error.
+    fn open(path: &Path) -> Result<PullDir> {
+        use nix::fcntl::OFlag;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())
+            .map_err(|e| io_error(path)(e.into()))?;
+        Ok(PullDir {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The names in the directory, sorted.
+    fn names(&self) -> Result<Vec<String>> {
+        use nix::fcntl::OFlag;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let failed = |e: nix::errno::Errno| io_error(&self.path)(e.into());
+        let mut dir = nix::dir::Dir::openat(&self.fd, ".", flags, nix::sys::stat::Mode::empty())
+            .map_err(failed)?;
+        let mut names = Vec::new();
+        for entry in dir.iter() {
+            let entry = entry.map_err(failed)?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names.push(String::from_utf8_lossy(name).into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Whether `name` in the directory is a regular file (a link is not followed; a missing
+    /// name is not one).
+    fn is_regular_file(&self, name: &str) -> Result<bool> {
+        use nix::sys::stat::SFlag;
+        match nix::sys::stat::fstatat(&self.fd, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(stat) => {
+                Ok(SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG)
+            }
+            Err(nix::errno::Errno::ENOENT) => Ok(false),
+            Err(e) => Err(io_error(&self.path.join(name))(e.into())),
+        }
+    }
+
+    /// The file `name` in the directory, opened for reading without following a link or
+    /// blocking on a FIFO.
+    fn open_file(&self, name: &str) -> Result<std::fs::File> {
+        use nix::fcntl::OFlag;
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        nix::fcntl::openat(&self.fd, name, flags, nix::sys::stat::Mode::empty())
+            .map(std::fs::File::from)
+            .map_err(|e| io_error(&self.path.join(name))(e.into()))
+    }
+
+    /// Deletes the entry `name` of the directory (a link itself, never what it points to); one
+    /// already gone is no error.
+    fn unlink(&self, name: &str) -> Result<()> {
+        match nix::unistd::unlinkat(&self.fd, name, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(nix::errno::Errno::ENOENT) => Ok(()),
+            Err(e) => Err(io_error(&self.path)(e.into())),
+        }
+    }
 }
 
 /// The names an earlier pull's `PULL.json` lists, as much of it as `--force` reads.
@@ -416,9 +493,7 @@ struct ListedEntry {
 
 /// What stands at `into`. Refused: a symbolic link (never followed), anything but a directory,
 /// a non-empty directory without `force`, and with `force` one that is not wholly an earlier
-/// pull: no regular `PULL.json`, a `PULL.json` naming a path outside the directory, or any entry
-/// that its `PULL.json` does not list or that is not a regular file. Nothing else is ever
-/// replaced.
+/// pull (see [`check_pull`]). Nothing else is ever replaced.
 fn check_target(into: &Path, force: bool) -> Result<Target> {
     let meta = match std::fs::symlink_metadata(into) {
         Ok(meta) => meta,
@@ -442,7 +517,16 @@ fn check_target(into: &Path, force: bool) -> Result<Target> {
             into.display()
         )));
     }
-    let names = entry_names(into)?;
+    check_pull(PullDir::open(into)?, force)
+}
+
+/// What the open directory `dir` is: empty, or with `force` wholly an earlier pull. Refused: a
+/// non-empty directory without `force`, and with it no regular `PULL.json`, a `PULL.json`
+/// naming a path outside the directory, or any entry that its `PULL.json` does not list or
+/// that is not a regular file.
+fn check_pull(dir: PullDir, force: bool) -> Result<Target> {
+    let into = dir.path.clone();
+    let names = dir.names()?;
     if names.is_empty() {
         return Ok(Target::Empty);
     }
@@ -452,15 +536,14 @@ fn check_target(into: &Path, force: bool) -> Result<Target> {
             into.display()
         )));
     }
-    let summary = into.join(SUMMARY_FILE);
-    if !std::fs::symlink_metadata(&summary).is_ok_and(|m| m.is_file()) {
+    if !dir.is_regular_file(SUMMARY_FILE)? {
         return Err(MiloError::Usage(format!(
             "{} is not an earlier pull (it has no {SUMMARY_FILE} file): --force replaces only milo's own pulls; \
              choose another --into",
             into.display()
         )));
     }
-    let listed = listed_names(&summary)?;
+    let listed = listed_names(&dir)?;
     for name in &names {
         if !listed.contains(name) {
             return Err(MiloError::Usage(format!(
@@ -469,8 +552,7 @@ fn check_target(into: &Path, force: bool) -> Result<Target> {
                 into.display()
             )));
         }
-        let meta = std::fs::symlink_metadata(into.join(name)).map_err(io_error(into))?;
-        if !meta.is_file() {
+        if !dir.is_regular_file(name)? {
             return Err(MiloError::Usage(format!(
                 "{} holds {name:?}, which is not a regular file (a link or a directory): --force deletes \
                  only the files of milo's own pull; move it away or choose another --into",
@@ -478,28 +560,16 @@ fn check_target(into: &Path, force: bool) -> Result<Target> {
             )));
         }
     }
-    Ok(Target::Pull(names))
+    Ok(Target::Pull(dir, names))
 }
 
-/// The names in directory `dir`, sorted.
-fn entry_names(dir: &Path) -> Result<Vec<String>> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
-        let entry = entry.map_err(io_error(dir))?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    names.sort();
-    Ok(names)
-}
-
-/// Every file name an earlier pull's `summary` lists, itself included; a name that is not a
-/// plain name inside the directory (`..`, a path with `/`, an absolute path) is refused.
-fn listed_names(summary: &Path) -> Result<Vec<String>> {
-    let text = read_text_capped(summary, RECORDS_CAP, "pull summary")?;
-    let listing: Listing = serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
-        path: summary.to_path_buf(),
-        message: format!("not a pull summary ({e})"),
-    })?;
+/// Every file name the `PULL.json` of the earlier pull `dir` lists, itself included; a name
+/// that is not a plain name inside the directory (`..`, a path with `/`, an absolute path) is
+/// refused.
+fn listed_names(dir: &PullDir) -> Result<Vec<String>> {
+    let summary = dir.path.join(SUMMARY_FILE);
+    let file = dir.open_file(SUMMARY_FILE)?;
+    let listing: Listing = read_json_file_capped(file, &summary, SETTINGS_JSON, "pull summary")?;
     let mut names = vec![SUMMARY_FILE.to_string()];
     for entry in listing.entries {
         for name in [entry.file, entry.provenance_file] {
@@ -510,7 +580,7 @@ fn listed_names(summary: &Path) -> Result<Vec<String>> {
             );
             if !plain {
                 return Err(MiloError::Malformed {
-                    path: summary.to_path_buf(),
+                    path: summary,
                     message: format!(
                         "lists {name:?}, which is not a file name inside the pull; --force deletes nothing"
                     ),
@@ -530,14 +600,15 @@ fn install(staging: tempfile::TempDir, into: &Path, force: bool) -> Result<()> {
     match check_target(into, force)? {
         Target::Missing => {}
         Target::Empty => std::fs::remove_dir(into).map_err(io_error(into))?,
-        Target::Pull(_) => {
+        Target::Pull(..) => {
             let mut aside = staging.path().as_os_str().to_owned();
             aside.push("-replaced");
             let aside = PathBuf::from(aside);
             std::fs::rename(into, &aside).map_err(io_error(into))?;
-            // What was renamed is what gets deleted from: check it again where it now is.
-            match check_target(&aside, true) {
-                Ok(Target::Pull(names)) => old = Some((aside, names)),
+            // What was renamed is what gets deleted from: opened where it now is (never through
+            // a link), checked again, and held open until its files are deleted.
+            match PullDir::open(&aside).and_then(|dir| check_pull(dir, true)) {
+                Ok(Target::Pull(dir, names)) => old = Some((dir, names)),
                 other => {
                     let _ = std::fs::rename(&aside, into);
                     other?;
@@ -553,7 +624,7 @@ fn install(staging: tempfile::TempDir, into: &Path, force: bool) -> Result<()> {
     if let Err(source) = std::fs::rename(&staged, into) {
         // Leave things as they were: the old directory back, the staging one gone.
         if let Some((old, _)) = &old {
-            let _ = std::fs::rename(old, into);
+            let _ = std::fs::rename(&old.path, into);
         }
         let _ = std::fs::remove_dir_all(&staged);
         return Err(MiloError::Io {
@@ -563,19 +634,15 @@ fn install(staging: tempfile::TempDir, into: &Path, force: bool) -> Result<()> {
     }
     if let Some((old, names)) = old {
         for name in names {
-            match std::fs::remove_file(old.join(&name)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io_error(&old)(e));
-                }
-                _ => {}
-            }
+            old.unlink(&name)?;
         }
-        if std::fs::remove_dir(&old).is_err() {
+        // `rmdir` of a path never follows a link: a link put in its place is left alone.
+        if std::fs::remove_dir(&old.path).is_err() {
             return Err(MiloError::Usage(format!(
                 "the new pull is in {}; the earlier one's directory, kept as {}, holds files that appeared \
                  while it was replaced: look at them and remove it",
                 into.display(),
-                old.display()
+                old.path.display()
             )));
         }
     }
@@ -599,9 +666,15 @@ mod tests {
     fn targets_that_are_files_or_full_directories_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("new");
-        assert_eq!(check_target(&missing, false).unwrap(), Target::Missing);
+        assert!(matches!(
+            check_target(&missing, false).unwrap(),
+            Target::Missing
+        ));
         std::fs::create_dir(&missing).unwrap();
-        assert_eq!(check_target(&missing, false).unwrap(), Target::Empty);
+        assert!(matches!(
+            check_target(&missing, false).unwrap(),
+            Target::Empty
+        ));
         std::fs::write(missing.join("x"), "x").unwrap();
         let err = check_target(&missing, false).unwrap_err().to_string();
         assert!(err.contains("--force"), "{err}");
@@ -609,10 +682,10 @@ mod tests {
         assert!(err.contains("not an earlier pull"), "{err}");
         let summary = r#"{"entries": [{"file": "x", "provenance_file": "x.provenance.json"}]}"#;
         std::fs::write(missing.join(SUMMARY_FILE), summary).unwrap();
-        assert_eq!(
+        assert!(matches!(
             check_target(&missing, true).unwrap(),
-            Target::Pull(vec![SUMMARY_FILE.to_string(), "x".to_string()])
-        );
+            Target::Pull(_, names) if names == [SUMMARY_FILE, "x"]
+        ));
         let file = dir.path().join("file");
         std::fs::write(&file, "x").unwrap();
         assert!(check_target(&file, true).is_err());
@@ -636,6 +709,45 @@ mod tests {
         }
         std::fs::write(pull.join(SUMMARY_FILE), "{}").unwrap();
         let err = check_target(&pull, true).unwrap_err().to_string();
-        assert!(err.contains("not a pull summary"), "{err}");
+        assert!(err.contains("not a readable pull summary"), "{err}");
+    }
+
+    #[test]
+    fn force_deletes_in_the_held_pull_never_through_a_link_swapped_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let pull = dir.path().join("pull");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&pull).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let summary = r#"{"entries": [{"file": "x", "provenance_file": "p"}]}"#;
+        std::fs::write(pull.join(SUMMARY_FILE), summary).unwrap();
+        std::fs::write(pull.join("x"), "x").unwrap();
+        std::fs::write(pull.join("p"), "p").unwrap();
+        std::fs::write(outside.join("p"), "keep").unwrap();
+        std::fs::write(outside.join("secret"), "keep").unwrap();
+        let Target::Pull(held, names) = check_target(&pull, true).unwrap() else {
+            panic!("an earlier pull")
+        };
+        // After the check: a listed file replaced by a link to a file outside, and the pull's
+        // directory moved away with a link to another directory put in its place.
+        std::fs::remove_file(pull.join("x")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), pull.join("x")).unwrap();
+        let moved = dir.path().join("moved");
+        std::fs::rename(&pull, &moved).unwrap();
+        std::os::unix::fs::symlink(&outside, &pull).unwrap();
+        for name in &names {
+            held.unlink(name).unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.join("secret")).unwrap(),
+            "keep"
+        );
+        assert_eq!(std::fs::read_to_string(outside.join("p")).unwrap(), "keep");
+        assert_eq!(std::fs::read_dir(&moved).unwrap().count(), 0);
+        // The directory itself a link: refused, as the path and as the handle.
+        let err = check_target(&pull, true).unwrap_err().to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        let err = PullDir::open(&pull).unwrap_err();
+        assert!(matches!(err, MiloError::Io { .. }), "{err}");
     }
 }

@@ -19,7 +19,7 @@ pub mod table;
 pub mod trajectory;
 
 use crate::atomic_file;
-use crate::bounded_read::{read_text_capped, RECORDS_CAP};
+use crate::bounded_read::{read_json_capped, JsonCaps, RECORDS_JSON, SETTINGS_JSON};
 use crate::cancel::CancelToken;
 use crate::dir_lock::DirLock;
 use crate::error::{read_error, write_error, MiloError, Result};
@@ -151,7 +151,7 @@ pub struct BenchProgress {
 /// Where the benchmark in `dir` writes its planned runs' summaries (none when its settings
 /// cannot be read).
 pub fn summary_paths(dir: &Path) -> Vec<PathBuf> {
-    read_json::<BenchConfig>(&dir.join(CONFIG_FILE))
+    read_json::<BenchConfig>(&dir.join(CONFIG_FILE), SETTINGS_JSON)
         .map(|config| {
             config
                 .plan()
@@ -164,13 +164,13 @@ pub fn summary_paths(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads the benchmark in `dir` as it stands: `bench.json` and every finished run's summary.
 pub fn read_progress(dir: &Path) -> Result<BenchProgress> {
-    let config: BenchConfig = read_json(&dir.join(CONFIG_FILE))?;
+    let config: BenchConfig = read_json(&dir.join(CONFIG_FILE), SETTINGS_JSON)?;
     let plan = config.plan();
     let mut finished = Vec::new();
     for run in &plan {
         let path = dir.join(run.dir()).join(SUMMARY_FILE);
         if path.is_file() {
-            finished.push(read_json(&path)?);
+            finished.push(read_json(&path, RECORDS_JSON)?);
         }
     }
     Ok(BenchProgress {
@@ -254,12 +254,10 @@ fn already_a_benchmark(dir: &Path) -> MiloError {
     ))
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = read_text_capped(path, RECORDS_CAP, "benchmark record")?;
-    serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+/// A benchmark's record file: its settings, a run's start time or CPU spent
+/// ([`SETTINGS_JSON`]), or a run's summary with its curve ([`RECORDS_JSON`]).
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, caps: JsonCaps) -> Result<T> {
+    read_json_capped(path, caps, "benchmark record")
 }
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
@@ -316,7 +314,7 @@ impl Bench {
             return Err(read_error(&path)(std::io::ErrorKind::NotFound.into()));
         }
         let lock = DirLock::acquire(dir)?;
-        let config: BenchConfig = read_json(&path)?;
+        let config: BenchConfig = read_json(&path, SETTINGS_JSON)?;
         config.check().map_err(|message| MiloError::Malformed {
             path: path.clone(),
             message,
@@ -365,7 +363,7 @@ impl Bench {
             let dir = self.dir.join(planned.dir());
             let summary_path = dir.join(SUMMARY_FILE);
             if summary_path.exists() {
-                let summary: RunSummary = read_json(&summary_path)?;
+                let summary: RunSummary = read_json(&summary_path, RECORDS_JSON)?;
                 observer.finished(&summary, true);
                 summaries.push(summary);
                 continue;
@@ -374,7 +372,7 @@ impl Bench {
             std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
             let started_path = dir.join(STARTED_FILE);
             let started_at: f64 = if started_path.exists() {
-                read_json(&started_path)?
+                read_json(&started_path, SETTINGS_JSON)?
             } else {
                 let now = unix_seconds();
                 write_json(&started_path, &now)?;
@@ -383,7 +381,7 @@ impl Bench {
             // Everything the run spends in this process counts, summed over its segments.
             let spent_path = dir.join(SPENT_FILE);
             let spent_before: f64 = match spent_path.exists() {
-                true => read_json(&spent_path)?,
+                true => read_json(&spent_path, SETTINGS_JSON)?,
                 false => 0.0,
             };
             let cpu_at_start = process_cpu_seconds();
@@ -517,6 +515,24 @@ impl Bench {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_past_their_items_are_refused_while_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = crate::bounded_read::SETTINGS_JSON.items;
+        // 2 MB of seeds, each one item.
+        let seeds = "1,".repeat(items as usize);
+        let text = format!(r#"{{"suite": "/s.toml", "methods": ["stock"], "seeds": [{seeds}1]}}"#);
+        std::fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
+        let err = read_progress(dir.path()).err().expect("refused");
+        assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
+        assert!(
+            err.to_string().contains(&format!(
+                "benchmark record is past its cap of {items} items"
+            )),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_settings_file_without_promotion_reads_as_promotion_off() {

@@ -9,9 +9,9 @@ use crate::arena::ledger::{self, Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
 use crate::arena::submit::{check, refresh, send, Checked, Overrides, Patience};
 use crate::arena::{pull, ApiKey, ArenaClient, PullRequest};
-use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
+use crate::bounded_read::{read_json_capped, SETTINGS_JSON};
 use crate::cancel::CancelToken;
-use crate::error::{MiloError, Result, EXIT_OK, EXIT_WOULD_BE_DROPPED};
+use crate::error::{Result, EXIT_OK, EXIT_WOULD_BE_DROPPED};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -470,16 +470,12 @@ fn read_pulled(dir: &Path, required: bool) -> Result<Vec<PulledScore>> {
         entries: Vec<PulledScore>,
     }
     let path = dir.join(SUMMARY_FILE);
-    let bytes = match read_bytes_capped(&path, RECORDS_CAP, "pull summary") {
-        Ok(bytes) => bytes,
-        Err(e) if e.is_missing_file() && !required => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let pull: Pull = serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
-        path: path.clone(),
-        message: format!("not a {SUMMARY_FILE} of `milo arena pull`: {e}"),
-    })?;
-    Ok(pull.entries)
+    let what = format!("{SUMMARY_FILE} of `milo arena pull`");
+    match read_json_capped::<Pull>(&path, SETTINGS_JSON, &what) {
+        Ok(pull) => Ok(pull.entries),
+        Err(e) if e.is_missing_file() && !required => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// A server's text made safe for one terminal line: control and bidirectional characters dropped.

@@ -16,7 +16,7 @@
 
 use super::{solve, AttemptTask};
 use crate::agent::{writer_by_name, Attempt};
-use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
+use crate::bounded_read::{read_json_capped, ATTEMPT_JSON, RECORDS_JSON};
 use crate::cancel::CancelToken;
 use crate::error::{write_error, MiloError, Result};
 use serde::{Deserialize, Serialize};
@@ -114,12 +114,7 @@ impl Batch {
 
     /// The result of task `i` (it must exist).
     pub fn result(&self, i: usize) -> Result<WorkerResult> {
-        let path = self.result_path(i);
-        let bytes = read_bytes_capped(&path, RECORDS_CAP, "worker result")?;
-        serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
-            path,
-            message: format!("not a worker result: {e}"),
-        })
+        read_json_capped(&self.result_path(i), ATTEMPT_JSON, "worker result")
     }
 
     /// Records a result for task `i` that no worker will write (a task lost too often); a result
@@ -131,11 +126,8 @@ impl Batch {
     /// The submissions so far.
     pub fn submissions(&self) -> Result<Vec<Submission>> {
         let path = self.dir.join("jobs.json");
-        match read_bytes_capped(&path, RECORDS_CAP, "job list") {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
-                path,
-                message: e.to_string(),
-            }),
+        match read_json_capped(&path, RECORDS_JSON, "job list") {
+            Ok(all) => Ok(all),
             Err(e) if e.is_missing_file() => Ok(Vec::new()),
             Err(e) => Err(e),
         }
@@ -184,11 +176,7 @@ pub fn work(task_file: &Path, result_file: &Path) -> Result<()> {
     if result_file.exists() {
         return Ok(());
     }
-    let bytes = read_bytes_capped(task_file, RECORDS_CAP, "attempt task")?;
-    let task: AttemptTask = serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
-        path: task_file.to_path_buf(),
-        message: format!("not an attempt task: {e}"),
-    })?;
+    let task: AttemptTask = read_json_capped(task_file, ATTEMPT_JSON, "attempt task")?;
     let outcome = writer_by_name(&task.writer, task.agents.as_ref())
         .and_then(|writer| solve(writer.as_ref(), &task, &CancelToken::new()));
     let result = match outcome {
@@ -230,5 +218,62 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> MiloError + '_ {
     move |source| MiloError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bounded_read::{ATTEMPT_JSON, RECORDS_JSON};
+
+    /// `[0,0,…]` of `n` zeros.
+    fn zeros(n: u64) -> String {
+        let mut text = "0,".repeat(n as usize);
+        text.pop();
+        format!("[{text}]")
+    }
+
+    #[test]
+    fn an_attempt_task_past_its_items_is_refused_and_leaves_no_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("task-0.json");
+        let result = dir.path().join("result-0.json");
+        // A start of more values than any problem holds (6 MB of `0,`): refused as it is read,
+        // never parsed into a task.
+        let text = format!(
+            r#"{{"task": "t", "problem": "third-autocorrelation-inequality", "start": {}}}"#,
+            zeros(ATTEMPT_JSON.items)
+        );
+        std::fs::write(&task, text).unwrap();
+        let err = work(&task, &result).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
+        assert!(
+            err.to_string().contains(&format!(
+                "attempt task is past its cap of {} items",
+                ATTEMPT_JSON.items
+            )),
+            "{err}"
+        );
+        assert!(!result.exists());
+    }
+
+    #[test]
+    fn a_job_list_past_its_items_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = Batch::write(dir.path(), &[]).unwrap();
+        // 17 MB of task indices.
+        let text = format!(
+            r#"[{{"job": "1", "indices": {}, "reason": "initial"}}]"#,
+            zeros(RECORDS_JSON.items)
+        );
+        std::fs::write(batch.dir().join("jobs.json"), text).unwrap();
+        let err = batch.submissions().unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "job list is past its cap of {} items",
+                RECORDS_JSON.items
+            )),
+            "{err}"
+        );
     }
 }

@@ -9,8 +9,8 @@ use super::interactive::bench_data;
 use super::plot::{colour, legend, padded, save, steps, Drawn, Figure, ScoreAxis, FONT};
 use crate::bench::results::{Batch, BenchResults, Interval};
 use crate::bench::{read_progress, RESULTS_FILE};
-use crate::bounded_read::{read_text_capped, RECORDS_CAP};
-use crate::error::{MiloError, Result};
+use crate::bounded_read::{read_json_capped, RECORDS_JSON};
+use crate::error::Result;
 use crate::problems::spec::Direction;
 use crate::suite::Suite;
 use plotters::coord::Shift;
@@ -132,12 +132,7 @@ fn results_so_far(dir: &Path) -> Result<(BenchResults, usize)> {
 pub fn bench_page(dir: &Path, out: &Path) -> Result<Page> {
     let path = dir.join(RESULTS_FILE);
     let (results, planned) = if path.is_file() {
-        let text = read_text_capped(&path, RECORDS_CAP, "benchmark results")?;
-        let results: BenchResults =
-            serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+        let results: BenchResults = read_json_capped(&path, RECORDS_JSON, "benchmark results")?;
         (results, None)
     } else {
         let (results, planned) = results_so_far(dir)?;

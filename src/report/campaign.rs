@@ -5,9 +5,9 @@ use super::html::{Cell, Page};
 use super::run::run_page;
 use crate::arena::ledger::{read, tracked, unconfirmed};
 use crate::arena::pull::SUMMARY_FILE;
-use crate::bounded_read::{read_bytes_capped, RECORDS_CAP};
+use crate::bounded_read::{read_json_capped, SETTINGS_JSON};
 use crate::campaign::{read_settings, LEDGER_FILE, PULL_DIR, RUN_DIR};
-use crate::error::{MiloError, Result};
+use crate::error::Result;
 use std::path::Path;
 
 /// The page of the campaign in `dir`, figures written into `out`.
@@ -34,12 +34,7 @@ pub fn campaign_page(dir: &Path, out: &Path) -> Result<Page> {
     ]);
     campaign.heading("Pulled leaderboard (the starts)");
     let pull_path = dir.join(PULL_DIR).join(SUMMARY_FILE);
-    let pulled: serde_json::Value =
-        serde_json::from_slice(&read_bytes_capped(&pull_path, RECORDS_CAP, "pull summary")?)
-            .map_err(|e| MiloError::Malformed {
-                path: pull_path.clone(),
-                message: e.to_string(),
-            })?;
+    let pulled: serde_json::Value = read_json_capped(&pull_path, SETTINGS_JSON, "pull summary")?;
     let rows: Vec<(bool, Vec<Cell>)> = pulled["entries"]
         .as_array()
         .map(|entries| {

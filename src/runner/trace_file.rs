@@ -8,8 +8,8 @@
 //! trace are cumulative over the segments, so a curve drawn from it spans the whole campaign.
 
 use super::trace::{StopReason, Trace};
-use crate::bounded_read::{read_text_capped, RECORDS_CAP};
-use crate::error::{MiloError, Result};
+use crate::bounded_read::{read_json_capped, TRACE_JSON};
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -80,13 +80,9 @@ pub struct TraceFile {
 }
 
 impl TraceFile {
-    /// Reads a trace file.
+    /// Reads a trace file (within [`TRACE_JSON`]).
     pub fn read(path: &Path) -> Result<TraceFile> {
-        let text = read_text_capped(path, RECORDS_CAP, "trace")?;
-        serde_json::from_str(&text).map_err(|e| MiloError::Malformed {
-            path: path.to_path_buf(),
-            message: format!("not a milo optimize trace: {e}"),
-        })
+        read_json_capped(path, TRACE_JSON, "milo optimize trace")
     }
 
     /// Writes it atomically as pretty JSON.
@@ -132,6 +128,27 @@ pub fn values_sha256(values: &[f64]) -> String {
 mod tests {
     use super::*;
     use crate::runner::TracePoint;
+
+    #[test]
+    fn a_trace_past_its_items_is_refused_while_read_never_parsed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.json");
+        // Points as `[seconds, evaluations, score]` arrays: four items each, 2 MB in all.
+        let points = crate::bounded_read::TRACE_JSON.items / 4 + 1;
+        let text = format!(
+            "{{\"points\": [{}[0,0,1]]}}",
+            "[0,0,1],".repeat(points as usize)
+        );
+        std::fs::write(&path, text).unwrap();
+        let err = TraceFile::read(&path).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
+        assert!(
+            err.to_string().contains(
+                "milo optimize trace is past its cap of 1048576 items (array values and object entries)"
+            ),
+            "{err}"
+        );
+    }
 
     fn point(seconds: f64, evaluations: u64, score: f64) -> TracePoint {
         TracePoint {

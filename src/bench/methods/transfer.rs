@@ -148,7 +148,12 @@ pub fn provenances(methods: &[String], bench_dir: &Path) -> Vec<Provenance> {
             let path = bench_dir
                 .join(METHODS_DIR)
                 .join(format!("{kind}-{label}.provenance.json"));
-            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+            crate::bounded_read::read_json_capped(
+                &path,
+                crate::bounded_read::SETTINGS_JSON,
+                "transfer provenance",
+            )
+            .ok()
         })
         .collect()
 }
