@@ -554,3 +554,24 @@ fn a_run_killed_outright_keeps_the_cpu_it_spent_for_its_resume() {
     let saved = read_json(&spent).as_f64().unwrap();
     assert!(saved > 0.0 && saved < 600.0, "{saved}");
 }
+
+#[test]
+fn a_run_cut_at_its_budget_only_finishes_when_it_resumes_whatever_cpu_it_recorded() {
+    // A run's cut fires at its budget less a baseline's validation reserve, so the CPU it
+    // records can be under the budget. Its resume (here: the summary lost, and a recorded
+    // spend of 0, which would leave the whole budget) must not step again.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let suite = tiny_suite(dir.path());
+    let first = one_seed_bench(suite.to_str().unwrap(), "alphaevolve", "0.4", &out);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let run = out.join("runs/alphaevolve/first-seed-1");
+    let steps = |run: &Path| read_json(&run.join("summary.json"))["steps"].clone();
+    let before = steps(&run);
+    assert!(run.join("budget-reached.json").exists());
+    std::fs::remove_file(run.join("summary.json")).unwrap();
+    std::fs::write(run.join("cpu-spent.json"), "0.0").unwrap();
+    let again = milo(&["bench", "--resume", out.to_str().unwrap()]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(steps(&run), before);
+}

@@ -200,6 +200,10 @@ const STARTED_FILE: &str = "started.json";
 /// Where a run keeps the CPU seconds its earlier segments spent (a resumed run adds to it).
 const SPENT_FILE: &str = "cpu-spent.json";
 
+/// Written when a run's CPU cut fired: a resumed run then only finishes (a baseline validates,
+/// a search is read back), whatever the cut left of the budget for the validation reserve.
+const BUDGET_REACHED_FILE: &str = "budget-reached.json";
+
 /// One run of the plan.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedRun {
@@ -414,9 +418,10 @@ impl Bench {
             // methods' own counts of their evaluations' CPU stop them.
             let local = self.config.executor == EXECUTORS[0];
             let left = self.config.cpu_seconds - spent_before;
+            let reached_path = dir.join(BUDGET_REACHED_FILE);
             let (mut ran, cut_at_budget) = if !local {
                 (method.run(&ctx(cancel.clone(), false)), false)
-            } else if left <= 0.0 {
+            } else if left <= 0.0 || reached_path.exists() {
                 (Ok(None), true)
             } else {
                 let run_token = CancelToken::new();
@@ -433,6 +438,7 @@ impl Bench {
                 (ran, cut.reached() && !cancel.is_cancelled())
             };
             if cut_at_budget && matches!(ran, Ok(None)) {
+                write_json(&reached_path, &true)?;
                 ran = method.run(&ctx(cancel.clone(), true));
             }
             let spent = spent_before + (process_cpu_seconds() - cpu_at_start);
