@@ -105,7 +105,9 @@ impl Search {
             let parent = n.parents.first().and_then(|id| state.node(id));
             parent.map(|p| p.harness.as_str())
         };
-        let known = state.nodes.iter().find_map(|n| {
+        // Only the run's writer made the lineage's evaluations: another's is never looked up.
+        let own_writer = writer == self.config().writer;
+        let known = state.nodes.iter().filter(|_| own_writer).find_map(|n| {
             let own = (n.harness == hash).then_some([Some(&n.evaluation), n.validation.as_ref()]);
             let rerun =
                 (parent_harness(n) == Some(hash.as_str())).then_some(n.parent_evaluation.as_ref());
@@ -116,7 +118,7 @@ impl Search {
                 .find(|e| e.tasks.iter().map(|t| &t.task).eq(ids.iter()))
                 .cloned()
         });
-        if let Some(mut known) = known.filter(|_| writer == self.config().writer) {
+        if let Some(mut known) = known {
             known.reused = true;
             return Ok(Outcome::Done(known, vec![]));
         }
