@@ -96,11 +96,23 @@ fn three_rounds_with_llm_writer_mutator_and_orchestrator_record_their_tokens_and
     assert_eq!(started[0]["orchestrator"], "llm");
     assert_eq!(records(&lineage, "round_end").len(), 3, "three rounds ran");
 
-    // The writer asked the model on every task of every node.
+    // The writer asked the model on every task of every node, but for the seed round's
+    // unedited tasks on island 0, which the lineage marks as run by `verbatim`, tokenless.
     let nodes = records(&lineage, "node");
     assert!(nodes.len() >= 2, "the two seeds at least: {}", nodes.len());
+    let mut unedited = 0;
     for node in &nodes {
         for task in node["evaluation"]["tasks"].as_array().unwrap() {
+            if task["writer"] == "verbatim" {
+                assert_eq!(
+                    node["id"], "n0000",
+                    "only the seed round runs unedited: {task}"
+                );
+                assert_eq!(requests(&task["usage"]), 0, "{task}");
+                unedited += 1;
+                continue;
+            }
+            assert!(task.get("writer").is_none(), "{task}");
             assert!(
                 requests(&task["usage"]) >= 1 && tokens(&task["usage"]) > 0,
                 "node {}: the writer's task carries its tokens: {task}",
@@ -108,6 +120,10 @@ fn three_rounds_with_llm_writer_mutator_and_orchestrator_record_their_tokens_and
             );
         }
     }
+    assert!(
+        unedited >= 1,
+        "island 0's seed round ran its slot's program unedited"
+    );
 
     // The LLM mutator (island 1's, `tuner,llm` in turn) either made children, with its
     // diagnosis and tokens on the node, or failed with its reason and tokens recorded.

@@ -183,6 +183,7 @@ mod tests {
             edits: vec![],
             best_program: None,
             construction: None,
+            writer: None,
         };
         TrajectoryStep {
             evaluation: Evaluation {

@@ -739,6 +739,7 @@ mod tests {
             edits: vec![format!("Revision on {id}")],
             best_program: program.map(str::to_string),
             construction: None,
+            writer: None,
         }
     }
 

@@ -191,6 +191,7 @@ pub(crate) mod tests {
                 edits: vec![],
                 best_program: None,
                 construction: None,
+                writer: None,
             })
             .collect();
         Evaluation {

@@ -150,6 +150,7 @@ mod tests {
                 edits: vec![],
                 best_program: Some(program.to_string()),
                 construction: None,
+                writer: None,
             })
             .collect();
         NodeRecord {

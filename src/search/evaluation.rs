@@ -167,6 +167,10 @@ pub struct TaskResult {
     /// candidate start (`starts/<hash>.json`; see [`super::promotion`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub construction: Option<String>,
+    /// The writer that ran this task when it was not the run's own (the seed round's
+    /// unedited tasks run under `verbatim`); absent for the run's writer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
 }
 
 /// A harness's evaluation on a set of tasks.
@@ -354,6 +358,7 @@ pub fn evaluate(
                 .collect(),
             best_program: best.improved.then(|| best.best_program.to_toml()),
             construction: None,
+            writer: None,
         });
     }
     let wall = started.elapsed().as_secs_f64();

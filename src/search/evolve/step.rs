@@ -144,6 +144,11 @@ impl Search {
         let Outcome::Done(mut evaluation, improvements) = outcome else {
             return Ok(outcome);
         };
+        if !own_writer {
+            for task in &mut evaluation.tasks {
+                task.writer = Some(writer.to_string());
+            }
+        }
         if tasks.iter().all(|t| t.split == Split::Search) {
             self.save_candidate_starts(round, &mut evaluation, &improvements)?;
         }

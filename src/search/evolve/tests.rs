@@ -4,7 +4,7 @@
 //! calls. Each run takes milliseconds.
 
 use super::*;
-use crate::agent::{Assignment, Attempt, OptimizerWriter};
+use crate::agent::{Assignment, Attempt, GivenProgram, OptimizerWriter};
 use crate::error::MiloError;
 use crate::executor::{AttemptTask, Executor, LocalThreads};
 use crate::problems::Direction;
@@ -390,6 +390,16 @@ fn the_seed_round_runs_each_slots_program_unedited_once_on_island_0() {
         }
     }
     assert_eq!(slots_seen.len(), 2);
+    // The lineage says which tasks the run's own writer did not run.
+    for task in &node(&search, "n0000").evaluation.tasks {
+        let unedited = task
+            .best_program
+            .as_deref()
+            .unwrap()
+            .contains("third-default\"");
+        let expected = unedited.then(|| GivenProgram.name().to_string());
+        assert_eq!(task.writer, expected, "{}", task.task);
+    }
     let ids: Vec<&String> = island_0.iter().map(|(t, _)| t).collect();
     let mut sorted = ids.clone();
     sorted.sort_by_key(|id| id.rsplit_once('k').unwrap().1.parse::<usize>().unwrap());

@@ -169,6 +169,7 @@ pub(crate) mod fixtures {
                 edits: vec![],
                 best_program: None,
                 construction: None,
+                writer: None,
             })
             .collect();
         NodeRecord {

@@ -86,6 +86,7 @@ impl Lineage {
                     edits: Vec::new(),
                     best_program: None,
                     construction: None,
+                    writer: None,
                 })
                 .collect(),
             fitness: Fitness {
