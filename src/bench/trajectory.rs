@@ -102,7 +102,9 @@ pub fn within_budget<'a>(evaluations: impl Iterator<Item = &'a Evaluation>, budg
 /// The run's summary, read at the budget: the best verified search score (the best exact end
 /// score of any task, never a sum of gains, so it is right for methods whose starts compound)
 /// over the steps that ended within `budget` CPU seconds, the quality of the best of those
-/// candidates and its validation; the best-so-far curve covers every step.
+/// candidates and its validation. The best-so-far curve covers every step as a step function:
+/// a point where the best changed, plus the first and the last step (a run of days keeps its
+/// improvements, not a point per step).
 pub fn summarise(
     label: RunLabel,
     trajectory: &Trajectory,
@@ -118,7 +120,7 @@ pub fn summarise(
         .flat_map(|s| &s.evaluation.tasks);
     let start = best_of(starts, direction, true).unwrap_or((String::new(), f64::NAN));
     let (mut best, mut cpu) = (start.clone(), 0.0);
-    let mut curve = Vec::with_capacity(steps.len());
+    let mut curve: Vec<CurvePoint> = Vec::new();
     let mut at_budget = start;
     for (i, step) in steps.iter().enumerate() {
         cpu += step.evaluation.spent_cpu_seconds();
@@ -130,11 +132,19 @@ pub fn summarise(
         if i < counted {
             at_budget = best.clone();
         }
-        curve.push(CurvePoint {
+        let point = CurvePoint {
             cpu_seconds: cpu,
             wall_seconds: step.at.map_or(0.0, |at| at - trajectory.started_at),
             best: best.1,
-        });
+        };
+        // The previous point is dropped when it only repeats the best before it.
+        let repeats = |a: &CurvePoint, b: &CurvePoint| a.best.total_cmp(&b.best).is_eq();
+        if let [.., before, last] = curve.as_slice() {
+            if repeats(before, last) {
+                curve.pop();
+            }
+        }
+        curve.push(point);
     }
     let chosen = chosen_candidate(&steps[..counted]);
     let validation = chosen.and_then(|s| s.validation.as_ref());
@@ -225,6 +235,24 @@ mod tests {
         // Read after the first step only, the later steps' starts must not count.
         let summary = summarise(label(), &trajectory, Direction::Minimize, 1.0);
         assert_eq!((summary.best_exact.as_str(), summary.best), ("0.9", 0.9));
+    }
+
+    #[test]
+    fn the_curve_keeps_the_first_step_each_change_of_the_best_and_the_last_step() {
+        // Each step starts from the suite's start: the best changes at steps 2 and 5 only.
+        let ends = ["0.9", "0.95", "0.8", "0.85", "0.8", "0.7", "0.75", "0.9"];
+        let trajectory = Trajectory {
+            started_at: 0.0,
+            steps: ends.iter().map(|end| step("1.0", end)).collect(),
+        };
+        let summary = summarise(label(), &trajectory, Direction::Minimize, 100.0);
+        let curve: Vec<(f64, f64)> = summary
+            .curve
+            .iter()
+            .map(|p| (p.cpu_seconds, p.best))
+            .collect();
+        assert_eq!(curve, vec![(1.0, 0.9), (3.0, 0.8), (6.0, 0.7), (8.0, 0.7)]);
+        assert_eq!((summary.steps, summary.cpu_seconds), (8, 8.0));
     }
 
     #[test]
