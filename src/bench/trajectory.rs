@@ -138,9 +138,8 @@ pub fn summarise(
             best: best.1,
         };
         // The previous point is dropped when it only repeats the best before it.
-        let repeats = |a: &CurvePoint, b: &CurvePoint| a.best.total_cmp(&b.best).is_eq();
         if let [.., before, last] = curve.as_slice() {
-            if repeats(before, last) {
+            if before.best.total_cmp(&last.best).is_eq() {
                 curve.pop();
             }
         }

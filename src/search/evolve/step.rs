@@ -107,7 +107,8 @@ impl Search {
         };
         // Only the run's writer made the lineage's evaluations: another's is never looked up.
         let own_writer = writer == self.config().writer;
-        let known = state.nodes.iter().filter(|_| own_writer).find_map(|n| {
+        let searched = if own_writer { &state.nodes[..] } else { &[] };
+        let known = searched.iter().find_map(|n| {
             let own = (n.harness == hash).then_some([Some(&n.evaluation), n.validation.as_ref()]);
             let rerun =
                 (parent_harness(n) == Some(hash.as_str())).then_some(n.parent_evaluation.as_ref());
