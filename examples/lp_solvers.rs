@@ -68,6 +68,8 @@ fn main() {
                 trust_radius: 1e-3,
                 steps: 100_000,
                 solver,
+                active_within: 0.0,
+                line_search: false,
             };
             let budget = Budget::unlimited()
                 .with_deadline(Instant::now() + Duration::from_secs_f64(seconds));

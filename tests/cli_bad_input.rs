@@ -232,6 +232,48 @@ fn against_a_value_and_a_file_is_decided_exactly() {
     );
 }
 
+#[test]
+fn against_arena_is_the_number_one_of_the_problem_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let flat = file_with(&dir, "flat.json", "[1, 1]"); // score 2 exactly
+    let problems = milo(&["problems", "--json"]).json();
+    let first = problems["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["slug"] == FIRST)
+        .unwrap()["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["holder"].as_str().unwrap().starts_with("arena #1"))
+        .unwrap()
+        .clone();
+    let run = milo(&["verify", FIRST, &flat, "--json", "--against", "arena"]);
+    assert_eq!(run.code, EXIT_NOT_BETTER, "{}", run.stderr);
+    let against = &run.json()["against"];
+    let value = first["value"].as_f64().unwrap();
+    let shown = against["against_score"].as_str().unwrap().parse::<f64>();
+    assert_eq!(shown.unwrap(), value, "{against}");
+    let improvement = against["improvement"].as_str().unwrap().parse::<f64>();
+    assert!(
+        (improvement.unwrap() - (value - 2.0)).abs() < 1e-15,
+        "{against}"
+    );
+    let holder = first["holder"].as_str().unwrap();
+    assert!(
+        against["against"].as_str().unwrap().contains(holder),
+        "{against}"
+    );
+    // The text report names the rival as the problem file does.
+    let text = milo(&["verify", FIRST, &flat, "--against", "arena"]);
+    assert!(
+        text.stderr.contains("does not beat arena #1"),
+        "{}",
+        text.stderr
+    );
+}
+
 /// Direction and threshold of a problem, from `milo problems --json`.
 fn direction_and_threshold(slug: &str) -> (bool, f64) {
     let problems = milo(&["problems", "--json"]).json();

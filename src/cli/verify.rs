@@ -4,7 +4,7 @@ use crate::construction::{read_values, STDIN_ARGUMENT, STDIN_NAME};
 use crate::error::{
     read_error, MiloError, Result, Violation, EXIT_INVALID, EXIT_NOT_BETTER, EXIT_OK,
 };
-use crate::exact::rational::{decimal_string, parse_decimal, SCORE_DIGITS};
+use crate::exact::rational::{decimal_of_f64, decimal_string, parse_decimal, SCORE_DIGITS};
 use crate::problems::{by_slug, Problem};
 use crate::verify::{
     compare, compare_with_arena_leader, verify, Comparison, Mode, Options, Verification,
@@ -20,7 +20,8 @@ pub const EXAMPLES: &str = "Examples:
   milo verify third-autocorrelation-inequality run.npy --json
   python3 make.py | milo verify erdos-min-overlap -          # read standard input
   milo verify first-autocorrelation-inequality mine.json --against theirs.json && echo better
-  milo verify first-autocorrelation-inequality mine.txt --against 1.5029 -q; echo $?   # 10: not better";
+  milo verify first-autocorrelation-inequality mine.txt --against 1.5029 -q; echo $?   # 10: not better
+  milo verify erdos-min-overlap mine.json --against arena     # the #1 in problems/*.toml";
 
 /// Arguments of `milo verify`.
 #[derive(clap::Args, Debug)]
@@ -37,9 +38,10 @@ pub struct VerifyArgs {
     /// Which scores to compute.
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// A rival construction file (any format FILE may be; `-` for standard input) or score
-    /// value; reports whether FILE beats it by the problem's min_improvement, decided on exact
-    /// values, and exits 10 when it does not.
+    /// A rival construction file (any format FILE may be; `-` for standard input), a score
+    /// value, or `arena` (the arena's current #1 as `problems/<slug>.toml` records it); reports
+    /// whether FILE beats it by the problem's min_improvement, decided on exact values, and
+    /// exits 10 when it does not.
     #[arg(long, value_name = "FILE_OR_VALUE")]
     against: Option<String>,
     /// Score arrays longer than the arena accepts instead of rejecting them.
@@ -132,7 +134,11 @@ fn read_for(problem: &dyn Problem, path: &Path) -> Result<Vec<f64>> {
     })
 }
 
-/// Exact score of the rival: a decimal value, or a construction file verified like FILE.
+/// The `--against` word for the arena's current #1 as the problem file records it.
+const AGAINST_ARENA: &str = "arena";
+
+/// Exact score of the rival: a decimal value, the problem file's arena #1, or a construction
+/// file verified like FILE.
 fn rival_score(
     problem: &dyn Problem,
     spec: &str,
@@ -140,6 +146,16 @@ fn rival_score(
 ) -> Result<(BigRational, String)> {
     if let Some(value) = parse_decimal(spec) {
         return Ok((value, format!("value {spec}")));
+    }
+    if spec == AGAINST_ARENA {
+        let Some(first) = problem.spec().arena_first() else {
+            return Err(MiloError::Usage(format!(
+                "--against arena: problems/{}.toml records no arena #1",
+                problem.slug()
+            )));
+        };
+        let label = format!("{} {} ({})", first.holder, first.value, first.date);
+        return Ok((decimal_of_f64(first.value), label));
     }
     let path = Path::new(spec);
     // A missing rival file is a missing input, as a missing FILE is (exit 6).

@@ -258,6 +258,8 @@ fn template_stage(problem: &dyn Problem, rng: &mut impl Rng) -> Step {
             trust_radius: 1e-3,
             steps: 50,
             solver: Default::default(),
+            active_within: 0.0,
+            line_search: false,
         }));
     }
     if dinkelbach::applies_to(problem) {

@@ -11,6 +11,7 @@ pub mod adam;
 pub mod command;
 pub mod dinkelbach;
 pub mod finalize;
+pub mod lag_line_search;
 pub mod lbfgs;
 pub mod lp_solver;
 pub mod perturb;

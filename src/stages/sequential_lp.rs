@@ -19,13 +19,21 @@
 //! lag the rejected step pushed above the current peak joins the active set for later steps
 //! (equioscillation: hundreds of lags tie at the maximum).
 //!
+//! With `active_within = ε` every lag within `ε·peak` of the peak joins the active set too (up to
+//! [`MAX_ACTIVE_LAGS`]: thousands at n = 3,584 for Erdős, where hundreds are not enough). With
+//! `line_search = true` the LP's step `δ` is not taken whole: along it every lag is a quadratic
+//! in the step length, and the length in `[0, 1]` with the lowest peak is taken
+//! (`super::lag_line_search`, two more lag evaluations); the trust region then grows or shrinks
+//! with the length taken.
+//!
 //! Variables are scaled (`δ = r·u`, `|u| ≤ 1`) so the LP's tolerances stay relative to the trust
 //! region. For `n > MAX_LP_VARS` the LP only moves a window of `MAX_LP_VARS` consecutive cells
 //! (the others stay fixed), and the window slides by half its width every step (block
 //! coordinate descent); dense LPs stop scaling near a few thousand samples.
 
+use super::lag_line_search;
 use super::lp_solver::{LinearProgram, LpSolver};
-use super::{at_least_one, positive, Stage, StageOutcome, Tunable, TuneRange};
+use super::{at_least_one, fraction, positive, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::Budget;
 use crate::problems::{LagModel, Problem};
 use serde::{Deserialize, Serialize};
@@ -36,6 +44,10 @@ pub const MAX_LP_VARS: usize = 2_500;
 /// At most this many lags (beyond the `active_lags` largest) are remembered because they rose
 /// above the peak in a rejected step.
 const MAX_EXTRA_LAGS: usize = 200;
+
+/// The most lags one LP constrains (the `active_lags` largest, those within `active_within` of
+/// the peak, and those that broke earlier steps).
+pub const MAX_ACTIVE_LAGS: usize = 10_000;
 
 /// Coefficients below this fraction of a row's largest one are dropped (keeps each LP row within
 /// the six orders of magnitude the solver is accurate for; the true score decides acceptance).
@@ -58,6 +70,18 @@ pub struct SequentialLp {
     /// The LP solver (default `auto`: by the LP's size; see the comparison in docs/bench.md).
     #[serde(default, skip_serializing_if = "LpSolver::is_default")]
     pub solver: LpSolver,
+    /// Every lag within this fraction of the peak enters the LP as well (0: only the
+    /// `active_lags` largest).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub active_within: f64,
+    /// Take the length along the LP's step that minimises the peak exactly (the lags are
+    /// quadratics along it), rather than the whole step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub line_search: bool,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// What a sequential-LP run did: its LP solves, how many gave no step, and their time.
@@ -86,6 +110,7 @@ const TUNABLE: &[Tunable] = &[
     Tunable::new("active_lags", TuneRange::Count(2_000)),
     Tunable::new("trust_radius", TuneRange::Positive),
     Tunable::new("steps", TuneRange::Count(100_000)),
+    Tunable::new("active_within", TuneRange::Fraction),
 ];
 
 impl Stage for SequentialLp {
@@ -100,6 +125,7 @@ impl Stage for SequentialLp {
     fn check(&self, path: &str) -> Result<(), String> {
         at_least_one(path, "active_lags", self.active_lags)?;
         positive(path, "trust_radius", self.trust_radius)?;
+        fraction(path, "active_within", self.active_within)?;
         at_least_one(path, "steps", self.steps)
     }
 
@@ -246,8 +272,17 @@ fn run(
             0..n
         };
         let mut active = largest(&lags, params.active_lags);
+        if params.active_within > 0.0 {
+            let peak = max_of(&lags);
+            let floor = peak - params.active_within * peak.abs();
+            let near = (0..lags.len()).filter(|&k| lags[k] >= floor);
+            let mut near: Vec<usize> = near.filter(|k| !active.contains(k)).collect();
+            near.sort_by(|&a, &b| lags[b].total_cmp(&lags[a]));
+            near.truncate(MAX_ACTIVE_LAGS.saturating_sub(active.len()));
+            active.extend(near);
+        }
         for &k in &extras {
-            if !active.contains(&k) {
+            if active.len() < MAX_ACTIVE_LAGS && !active.contains(&k) {
                 active.push(k);
             }
         }
@@ -281,6 +316,20 @@ fn run(
             r *= 0.5;
             continue;
         }
+        let length = if params.line_search {
+            if budget.try_spend().is_err() || budget.try_spend().is_err() {
+                break;
+            }
+            lag_line_search::best_length(model, &x, &lags, &delta)
+        } else {
+            1.0
+        };
+        if length == 0.0 {
+            // No length along the step lowers the peak: a smaller region linearises better.
+            r *= 0.5;
+            continue;
+        }
+        let delta: Vec<(usize, f64)> = delta.into_iter().map(|(j, d)| (j, length * d)).collect();
         let candidate = model.finish(&x, &delta);
         if budget.try_spend().is_err() {
             break;
@@ -295,7 +344,10 @@ fn run(
             best = score;
             x = candidate;
             lags = model.lags(&x);
-            r = (2.0 * r).min(0.5 * max_of(&x));
+            // The whole step doubles the region; a shorter one grows it less, or shrinks it.
+            r = (2.0 * length * r)
+                .clamp(0.5 * r, 2.0 * r)
+                .min(0.5 * max_of(&x));
         } else {
             if valid {
                 // Every inactive lag the step pushed above the current peak joins the active
@@ -339,6 +391,8 @@ mod tests {
             trust_radius: 0.05,
             steps,
             solver: LpSolver::default(),
+            active_within: 0.0,
+            line_search: false,
         }
     }
 
@@ -428,6 +482,75 @@ mod tests {
             let after = score(ERDOS, &out.values); // also checks validity
             assert!(after < before - 1e-3, "n={n}: {before} → {after}");
             assert!(budget.used() <= 61);
+        }
+    }
+
+    fn erdos_ramp(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let t = i as f64 / (n - 1) as f64;
+                0.1 + 0.6 * (1.0 - (2.0 * t - 1.0).abs())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_line_search_takes_part_of_a_step_the_true_score_refuses_whole() {
+        // A trust region far too large for the linearisation: the whole first step is worse by
+        // the true score (refused), while the best length along it is better (taken).
+        for slug in [ERDOS, FIRST] {
+            let start = if slug == ERDOS {
+                erdos_ramp(80)
+            } else {
+                ripple(80)
+            };
+            let before = score(slug, &start);
+            let wide = |line_search| SequentialLp {
+                trust_radius: 0.9,
+                steps: 1,
+                line_search,
+                ..params(1)
+            };
+            let whole = run(slug, &start, &wide(false), &Budget::unlimited()).values;
+            assert_eq!(whole, start, "{slug}: the whole step should be refused");
+            let searched = run(slug, &start, &wide(true), &Budget::unlimited()).values;
+            assert!(
+                score(slug, &searched) < before,
+                "{slug}: no gain along the step"
+            );
+        }
+    }
+
+    #[test]
+    fn lags_near_the_peak_join_the_lp_and_the_score_never_gets_worse() {
+        let start = erdos_ramp(120);
+        let before = score(ERDOS, &start);
+        let near = SequentialLp {
+            active_lags: 5,
+            active_within: 0.05,
+            line_search: true,
+            ..params(20)
+        };
+        let out = run(ERDOS, &start, &near, &Budget::unlimited()).values;
+        let few = SequentialLp {
+            active_lags: 5,
+            ..params(20)
+        };
+        let fewer = run(ERDOS, &start, &few, &Budget::unlimited()).values;
+        let (with_near, without) = (score(ERDOS, &out), score(ERDOS, &fewer));
+        assert!(with_near < before && without <= before);
+        assert!(with_near < without, "{with_near} vs {without}");
+    }
+
+    #[test]
+    fn a_bad_active_within_names_its_key() {
+        for bad in [-0.1, 1.5, f64::NAN] {
+            let p = SequentialLp {
+                active_within: bad,
+                ..params(3)
+            };
+            let err = p.check("steps[0]").unwrap_err();
+            assert!(err.starts_with("steps[0].active_within:"), "{err}");
         }
     }
 
