@@ -11,6 +11,7 @@ use crate::stages::prune::Prune;
 use crate::stages::prune_regrow::PruneRegrow;
 use crate::stages::refine::Refine;
 use crate::stages::resample::Resample;
+use crate::stages::revive::Revive;
 use crate::stages::sequential_lp::SequentialLp;
 use crate::stages::symmetrize::Symmetrize;
 use crate::stages::trim::Trim;
@@ -44,6 +45,8 @@ pub enum Action {
     SequentialLp(SequentialLp),
     /// A resolution change.
     Resample(Resample),
+    /// Lift the dead cells the gradient says should live, re-polish, keep it only if better.
+    Revive(Revive),
     /// A finer grid by block repeat, then a β cascade from a low floor.
     Refine(Refine),
     /// A random perturbation.
@@ -137,6 +140,7 @@ impl Action {
             Action::Dinkelbach(s) => s,
             Action::SequentialLp(s) => s,
             Action::Resample(s) => s,
+            Action::Revive(s) => s,
             Action::Refine(s) => s,
             Action::Perturb(s) => s,
             Action::Prune(s) => s,

@@ -19,6 +19,7 @@ pub mod prune;
 pub mod prune_regrow;
 pub mod refine;
 pub mod resample;
+pub mod revive;
 pub mod sequential_lp;
 pub mod symmetrize;
 pub mod trim;
@@ -102,6 +103,21 @@ pub trait Stage {
     /// Runs the stage from `start` (valid for `problem`) under `budget` with `seed`.
     fn run(&self, problem: &dyn Problem, start: &[f64], budget: &Budget, seed: u64)
         -> StageOutcome;
+}
+
+/// Whether `candidate` is valid for `problem` and its true score strictly better than that of
+/// `than` (valid): decided by the float64 scores where they differ by more than their error
+/// bounds, else by the exact scores. Never by a surrogate.
+pub fn truly_better(problem: &dyn Problem, candidate: &[f64], than: &[f64]) -> bool {
+    if problem.check(candidate).is_err() {
+        return false;
+    }
+    let direction = problem.spec().direction;
+    let (a, b) = (problem.score_fast(candidate), problem.score_fast(than));
+    if (a.value - b.value).abs() > a.error_bound + b.error_bound {
+        return direction.better(&a.value, &b.value);
+    }
+    direction.better(&problem.score_exact(candidate), &problem.score_exact(than))
 }
 
 /// `Ok` if `x` is a finite positive number, else the error naming `path.key`.
