@@ -623,7 +623,7 @@ pub(crate) mod tests {
             String::new(),
             &mut leaves,
         );
-        assert_eq!(leaves.len(), 41, "{leaves:?}");
+        assert_eq!(leaves.len(), 47, "{leaves:?}");
         for leaf in leaves {
             assert!(tune_range(&all_kinds, &leaf).is_some(), "{leaf}");
         }
@@ -734,6 +734,9 @@ kind = "keep_best"
 
 [[steps.body.body.body.body]]
 kind = "trim"
+
+[[steps]]
+kind = "segment_moves"
 "#;
 
     #[test]

@@ -18,6 +18,7 @@ pub mod prune;
 pub mod prune_regrow;
 pub mod refine;
 pub mod resample;
+pub mod segment_moves;
 pub mod sequential_lp;
 pub mod symmetrize;
 pub mod trim;
