@@ -11,8 +11,10 @@
 //!   cells apart.
 //!
 //! Segment lengths are log-uniform in `[min_len, max_len]` (capped at the construction's
-//! length). Each move may be followed by a short polish (`polish_iterations` of L-BFGS at
-//! `polish_beta` in the problem's default parameterisation, [`Lbfgs`]); the candidate then
+//! length). Each move may be followed by a short polish (a β cascade over `polish_betas`,
+//! `polish_iterations` of L-BFGS at each, in the problem's default parameterisation: [`Lbfgs`];
+//! at an equioscillating optimum a move is only ever taken with a polish that re-balances the
+//! peak, which one high β alone does not in a few hundred iterations); the candidate then
 //! replaces the incumbent only if its **true** score is better: the float64 `score_fast` decides
 //! when the difference exceeds both error bounds, `score_exact` decides otherwise. The smooth
 //! surrogate never decides, so the stage's exact score never gets worse than its start.
@@ -74,12 +76,12 @@ pub struct SegmentMoves {
     /// Longest run or segment moved (and the largest gap between two swapped segments).
     #[serde(default = "default_max_len")]
     pub max_len: usize,
-    /// L-BFGS iterations of the polish after each move (0: none).
+    /// L-BFGS iterations at each β of the polish after each move (0: no polish).
     #[serde(default = "default_polish_iterations")]
     pub polish_iterations: u64,
-    /// The polish's β (high: it stays in the move's basin).
-    #[serde(default = "default_polish_beta")]
-    pub polish_beta: f64,
+    /// The polish's β cascade (rising; high, so that it stays in the move's basin).
+    #[serde(default = "default_polish_betas")]
+    pub polish_betas: Vec<f64>,
     /// The polish's L-BFGS history length.
     #[serde(default = "default_polish_history")]
     pub polish_history: usize,
@@ -104,8 +106,8 @@ fn default_max_len() -> usize {
 fn default_polish_iterations() -> u64 {
     0
 }
-fn default_polish_beta() -> f64 {
-    1e8
+fn default_polish_betas() -> Vec<f64> {
+    vec![1e7, 1e8, 1e9]
 }
 fn default_polish_history() -> usize {
     20
@@ -117,7 +119,7 @@ const TUNABLE: &[Tunable] = &[
     Tunable::new("min_len", TuneRange::Count(1 << 20)),
     Tunable::new("max_len", TuneRange::Count(1 << 20)),
     Tunable::new("polish_iterations", TuneRange::Count(100_000)),
-    Tunable::new("polish_beta", TuneRange::Positive),
+    Tunable::new("polish_betas", TuneRange::Positive),
     Tunable::new("polish_history", TuneRange::Count(500)),
 ];
 
@@ -144,7 +146,12 @@ impl Stage for SegmentMoves {
                 self.min_len, self.max_len
             ));
         }
-        positive(path, "polish_beta", self.polish_beta)?;
+        if self.polish_betas.is_empty() {
+            return Err(format!("{path}.polish_betas: needs at least one β"));
+        }
+        for (i, &beta) in self.polish_betas.iter().enumerate() {
+            positive(path, &format!("polish_betas[{i}]"), beta)?;
+        }
         at_least_one(path, "polish_history", self.polish_history)
     }
 
@@ -184,7 +191,7 @@ impl Stage for SegmentMoves {
             Lbfgs::log_sum_exp(
                 problem,
                 None,
-                vec![self.polish_beta],
+                self.polish_betas.clone(),
                 self.polish_history,
                 self.polish_iterations,
             )
@@ -226,7 +233,7 @@ impl Stage for SegmentMoves {
             })
             .collect();
         let mut outcome = StageOutcome::plain(incumbent.values);
-        outcome.beta = polish.map(|_| self.polish_beta);
+        outcome.beta = polish.and_then(|_| self.polish_betas.last().copied());
         outcome.note = Some(format!("{dropped}accepted/tried: {}", counts.join(", ")));
         outcome
     }
@@ -395,7 +402,7 @@ mod tests {
         let p = third();
         let start = signed_start(60);
         let before = p.score_exact(&start);
-        for text in ["", "polish_iterations = 20\npolish_beta = 1e4"] {
+        for text in ["", "polish_iterations = 20\npolish_betas = [1e4]"] {
             let out = stage(text).run(p.as_ref(), &start, &Budget::evaluations(3_000), 7);
             let after = p.score_exact(&out.values);
             assert!(after < before, "{text}: {after} vs {before}");
@@ -410,7 +417,8 @@ mod tests {
             ("moves = []", "steps[3].moves"),
             ("min_len = 0", "steps[3].min_len"),
             ("min_len = 8\nmax_len = 4", "steps[3].max_len"),
-            ("polish_beta = -1.0", "steps[3].polish_beta"),
+            ("polish_betas = [1e3, -1.0]", "steps[3].polish_betas[1]"),
+            ("polish_betas = []", "steps[3].polish_betas"),
             ("proposals = 0", "steps[3].proposals"),
             ("polish_history = 0", "steps[3].polish_history"),
         ];
@@ -443,7 +451,7 @@ mod tests {
         assert_eq!(incumbent.values, start);
         // The stage itself, polishing that surrogate after every move: whatever the polish
         // reaches, nothing worse by the exact score is ever taken.
-        let low = stage("polish_iterations = 50\npolish_beta = 1.0\nproposals = 40");
+        let low = stage("polish_iterations = 50\npolish_betas = [1.0]\nproposals = 40");
         let out = low.run(p.as_ref(), &start, &Budget::evaluations(5_000), 3);
         assert!(p.score_exact(&out.values) <= p.score_exact(&start));
     }
@@ -464,7 +472,7 @@ mod tests {
     fn the_same_seed_and_evaluations_give_the_same_bits() {
         let p = third();
         let start = signed_start(48);
-        let s = stage("polish_iterations = 10\npolish_beta = 1e5");
+        let s = stage("polish_iterations = 10\npolish_betas = [1e3, 1e5]");
         let bits = |seed: u64| {
             let budget = Budget::evaluations(400);
             let out = s.run(p.as_ref(), &start, &budget, seed);
