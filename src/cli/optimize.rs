@@ -647,6 +647,14 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
             out.display()
         );
     }
+    let limit = problem.spec().max_len;
+    if start.len() > limit {
+        note!(
+            "milo: the start holds {} values, over the limit of {limit}: it is a start only; the \
+             result is the best construction within the limit the program makes",
+            start.len()
+        );
+    }
     let mut observer = ProgressObserver {
         status: StatusLine::start("milo optimize", args.json),
         best: files.start_score,
@@ -692,6 +700,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "improvement": decimal_string(&improvement, SCORE_DIGITS),
         "min_improvement": format!("{:e}", problem.spec().min_improvement),
         "improved": outcome.improved,
+        "start_over_limit": outcome.start_over_limit,
         "beats_start_by_min_improvement": improvement >= problem.spec().min_improvement_exact(),
         "evaluations": outcome.evaluations,
         "seconds": outcome.seconds,
@@ -718,7 +727,9 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "improvement  {} (min_improvement {:e}){}",
         decimal_string(&improvement, 6),
         problem.spec().min_improvement,
-        if outcome.improved {
+        if outcome.start_over_limit {
+            " — the start is over the length limit; wrote the best construction within it"
+        } else if outcome.improved {
             ""
         } else {
             " — no verified improvement; wrote the start"

@@ -625,7 +625,7 @@ pub(crate) mod tests {
             String::new(),
             &mut leaves,
         );
-        assert_eq!(leaves.len(), 41, "{leaves:?}");
+        assert_eq!(leaves.len(), 52, "{leaves:?}");
         for leaf in leaves {
             assert!(tune_range(&all_kinds, &leaf).is_some(), "{leaf}");
         }
@@ -736,6 +736,12 @@ kind = "keep_best"
 
 [[steps.body.body.body.body]]
 kind = "trim"
+
+[[steps]]
+kind = "segment_moves"
+
+[[steps]]
+kind = "revive"
 "#;
 
     #[test]

@@ -12,6 +12,7 @@ use crate::stages::prune_regrow::PruneRegrow;
 use crate::stages::refine::Refine;
 use crate::stages::resample::Resample;
 use crate::stages::revive::Revive;
+use crate::stages::segment_moves::SegmentMoves;
 use crate::stages::sequential_lp::SequentialLp;
 use crate::stages::symmetrize::Symmetrize;
 use crate::stages::trim::Trim;
@@ -51,6 +52,8 @@ pub enum Action {
     Refine(Refine),
     /// A random perturbation.
     Perturb(Perturb),
+    /// Discrete moves (run flips, segment mirrors and swaps) accepted on the true score.
+    SegmentMoves(SegmentMoves),
     /// Monotone pruning of the support (never regrows).
     Prune(Prune),
     /// Prune–regrow of the support.
@@ -143,6 +146,7 @@ impl Action {
             Action::Revive(s) => s,
             Action::Refine(s) => s,
             Action::Perturb(s) => s,
+            Action::SegmentMoves(s) => s,
             Action::Prune(s) => s,
             Action::PruneRegrow(s) => s,
             Action::Trim(s) => s,

@@ -112,6 +112,7 @@ mod tests {
             evaluations: 10,
             seconds: 0.1,
             interrupted: false,
+            start_over_limit: false,
         }
     }
 

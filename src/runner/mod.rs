@@ -7,6 +7,11 @@
 //! get their budgets up front, so `jobs` does not change the result); a wall-clock budget makes
 //! the amount of work depend on the machine. The evidence the optimizer-writing agent reads off a
 //! run's trace lives beside it ([`evidence`]).
+//!
+//! A start over the problem's length limit is accepted as a start only: it is never a result.
+//! Only constructions within the limit compete for the best (so a program over such a start
+//! begins by bringing it under the limit, e.g. with a `resample` by `pool`); a run that makes
+//! none ends in an error, and nothing over the limit is returned.
 
 pub mod evidence;
 pub mod trace;
@@ -61,7 +66,7 @@ impl Observer for Silent {}
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
     /// The best construction: valid, and strictly better than the start by the exact scores
-    /// when `improved`, otherwise the start itself.
+    /// when `improved`, otherwise the start itself (unless `start_over_limit`).
     pub best: Vec<f64>,
     /// Exact score of the start.
     pub start_exact: BigRational,
@@ -77,6 +82,9 @@ pub struct RunOutcome {
     pub seconds: f64,
     /// Whether the run was cancelled (e.g. Ctrl-C) through its settings' token.
     pub interrupted: bool,
+    /// Whether the start was over the problem's length limit: then `best` is the best
+    /// construction within the limit the run made, better than the start or not.
+    pub start_over_limit: bool,
 }
 
 /// Values below this fraction of the largest magnitude are set to zero before the exact
@@ -154,10 +162,21 @@ pub fn run_program_scored(
         Some(Exhaustion::Deadline) => StopReason::Deadline,
         Some(Exhaustion::Interrupted) => StopReason::Interrupted,
     });
+    let max_len = problem.spec().max_len;
+    let start_over_limit = start.len() > max_len;
+    if runner.best.len() > max_len {
+        return Err(MiloError::Usage(format!(
+            "the start holds {} values, over the limit of {max_len} for {}, and the program \
+             made no construction within it (begin it with a step that brings the start under \
+             the limit, e.g. kind = \"resample\" with method = \"pool\"); nothing is a result",
+            start.len(),
+            problem.slug()
+        )));
+    }
     let best = without_negligible_values(problem, runner.best);
     let best_exact = problem.score_exact(&best);
     let improved = strictly_better(problem.spec().direction, &best_exact, start_exact);
-    let (best, best_exact) = if improved {
+    let (best, best_exact) = if improved || start_over_limit {
         (best, best_exact)
     } else {
         (start.to_vec(), start_exact.clone())
@@ -171,6 +190,7 @@ pub fn run_program_scored(
         evaluations: runner.evaluations,
         seconds: started.elapsed().as_secs_f64(),
         interrupted: settings.cancel.is_cancelled(),
+        start_over_limit,
     })
 }
 
@@ -205,17 +225,18 @@ impl<'a> Runner<'a> {
         started: Instant,
         observer: &'a mut dyn Observer,
     ) -> Self {
-        let best_score = problem.score_fast(start).value;
-        Runner {
+        let mut runner = Runner {
             problem,
             settings,
             started,
             observer,
             best: start.to_vec(),
-            best_score,
+            best_score: 0.0,
             evaluations: 0,
             trace: Trace::default(),
-        }
+        };
+        runner.best_score = runner.rank(start);
+        runner
     }
 
     fn direction(&self) -> Direction {
@@ -233,9 +254,21 @@ impl<'a> Runner<'a> {
         self.problem.score_fast(values).value
     }
 
-    /// Takes `values` as the new best if it is better.
+    /// The score by which `values` competes for the best: its float64 score, or the worst
+    /// possible value when it is over the length limit (never a result) or invalid.
+    fn rank(&self, values: &[f64]) -> f64 {
+        if values.len() > self.problem.spec().max_len {
+            return self.score(&[]);
+        }
+        self.score(values)
+    }
+
+    /// Takes `values` as the new best if it is better (and within the length limit).
     fn consider(&mut self, values: &[f64], score: f64) {
-        if score.is_finite() && self.direction().better(&score, &self.best_score) {
+        if score.is_finite()
+            && values.len() <= self.problem.spec().max_len
+            && self.direction().better(&score, &self.best_score)
+        {
             self.best = values.to_vec();
             self.best_score = score;
             let point = TracePoint {
@@ -330,9 +363,9 @@ impl<'a> Runner<'a> {
                 self.restarts(*count, body, &body_path, current, budget, seed)
             }
             Action::KeepBest(KeepBest { body }) => {
-                let before = self.score(&current);
+                let before = self.rank(&current);
                 let tried = self.run_steps(body, &body_path, current.clone(), budget, seed);
-                if self.direction().better(&self.score(&tried), &before) {
+                if self.direction().better(&self.rank(&tried), &before) {
                     tried
                 } else {
                     current
@@ -680,5 +713,33 @@ mod tests {
             (&given.best, &given.best_exact, given.evaluations),
             (&scored.best, &scored.best_exact, scored.evaluations)
         );
+    }
+
+    #[test]
+    fn a_start_over_the_length_limit_is_never_a_result() {
+        let toy = by_slug("toy-autoconvolution-peak").unwrap();
+        let limit = toy.spec().max_len;
+        // A good start over the limit: block repeat of a polished one keeps its score.
+        let start = crate::stages::resample::block_repeat(&toy_start(), limit / 40 + 1);
+        assert!(start.len() > limit);
+        let program = |text: &str| Program::parse(text, std::path::Path::new("p.toml")).unwrap();
+        let pooled = program(
+            "name = \"p\"\n[[steps]]\nkind = \"resample\"\nmethod = \"pool\"\nfactor = 2\n\
+             noise = 0.0\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"square\"\n\
+             betas = [1e3]\niterations = 5\n",
+        );
+        let outcome =
+            run_program(toy.as_ref(), &start, &pooled, &settings(50), &mut Silent).unwrap();
+        assert!(outcome.start_over_limit);
+        assert!(outcome.best.len() <= limit);
+        assert_eq!(outcome.best_exact, toy.score_exact(&outcome.best));
+        let stays = program(
+            "name = \"p\"\n[[steps]]\nkind = \"lbfgs\"\nparameterisation = \"square\"\n\
+             betas = [1e3]\niterations = 5\n",
+        );
+        let err = run_program(toy.as_ref(), &start, &stays, &settings(50), &mut Silent)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("over the limit of 1000"), "{err}");
     }
 }

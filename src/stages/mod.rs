@@ -20,12 +20,13 @@ pub mod prune_regrow;
 pub mod refine;
 pub mod resample;
 pub mod revive;
+pub mod segment_moves;
 pub mod sequential_lp;
 pub mod symmetrize;
 pub mod trim;
 
 use crate::optimize::Budget;
-use crate::problems::Problem;
+use crate::problems::{FastScore, Problem};
 
 /// What a stage hands back to the runner.
 #[derive(Clone, Debug)]
@@ -112,12 +113,24 @@ pub fn truly_better(problem: &dyn Problem, candidate: &[f64], than: &[f64]) -> b
     if problem.check(candidate).is_err() {
         return false;
     }
-    let direction = problem.spec().direction;
     let (a, b) = (problem.score_fast(candidate), problem.score_fast(than));
-    if (a.value - b.value).abs() > a.error_bound + b.error_bound {
-        return direction.better(&a.value, &b.value);
+    certainly_better(problem, &a, &b).unwrap_or_else(|| {
+        let direction = problem.spec().direction;
+        direction.better(&problem.score_exact(candidate), &problem.score_exact(than))
+    })
+}
+
+/// Whether the construction scored `a` is better than the one scored `b` by their float64
+/// scores, when the difference exceeds both error bounds; `None` when only the exact scores can
+/// tell.
+pub fn certainly_better(problem: &dyn Problem, a: &FastScore, b: &FastScore) -> Option<bool> {
+    let gain = problem.spec().direction.gain(a.value, b.value);
+    let margin = a.error_bound + b.error_bound;
+    if !gain.is_finite() || gain.abs() <= margin {
+        None
+    } else {
+        Some(gain > 0.0)
     }
-    direction.better(&problem.score_exact(candidate), &problem.score_exact(than))
 }
 
 /// `Ok` if `x` is a finite positive number, else the error naming `path.key`.

@@ -62,6 +62,7 @@ const TUNABLE: &[Tunable] = &[
     Tunable::new("size", TuneRange::Fraction),
     Tunable::new("fraction", TuneRange::Fraction),
     Tunable::new("iterations", TuneRange::Count(10_000_000)),
+    Tunable::new("history", TuneRange::Count(500)),
 ];
 
 impl Stage for Revive {
