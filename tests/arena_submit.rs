@@ -406,7 +406,7 @@ fn large_constructions_go_through_a_blob_and_survive_an_upload_cut_off_once() {
     let post = log.iter().find(|r| r.target == "/api/solutions").unwrap();
     assert!(
         post.body_len < 1000,
-        "the blob's URL is sent, not the values"
+        "the blob's key is sent, not the values"
     );
     assert_eq!(ledger_lines(dir.path())[0]["upload"], "blob");
     milo(

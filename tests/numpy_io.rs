@@ -389,7 +389,7 @@ fn convert_refuses_an_existing_out_unless_forced() {
     convert(&out, &back);
     assert_eq!(
         std::fs::read_to_string(back).unwrap(),
-        r#"{"values":[1.0,2.0]}"#
+        r#"{"values":[1,2]}"#
     );
 }
 

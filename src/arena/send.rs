@@ -1,10 +1,10 @@
 //! The HTTP side of submitting: the requests that carry a key.
 //!
 //! - `POST {base}/api/solutions` with `{"problem_id": ID, "solution": {"values": […]}}` (inline), or
-//!   with `"solution_blob_url"` instead of `"solution"` (a large construction uploaded first);
+//!   with `"solution_blob_key"` (the ticket's `blobKey`) instead of `"solution"` (a large
+//!   construction uploaded first; the arena fetches the blob itself and deletes it after);
 //! - `POST {base}/api/solutions/upload-url` gives a one-write upload ticket; `PUT` the JSON to its
-//!   `uploadUrl` with the ticket's own token (never the API key) and `x-api-version: 7`; the answer's
-//!   `url` is the blob's address.
+//!   `uploadUrl` with the ticket's own token (never the API key) and `x-api-version: 7`.
 //!
 //! Redirects are not followed (a key stays with the host it was meant for). HTTP 429 is an
 //! [`Answer::RateLimited`] carrying the server's `Retry-After` (header, or the body's
@@ -88,12 +88,6 @@ pub struct UploadTicket {
     pub upload_url: String,
 }
 
-/// The blob store's answer to the upload.
-#[derive(Deserialize)]
-struct Uploaded {
-    url: String,
-}
-
 /// How a request that carries a secret is sent.
 struct Secured<'a> {
     method: &'static str,
@@ -119,16 +113,16 @@ impl ArenaClient {
         self.submit(key, &body)
     }
 
-    /// Submits a construction already uploaded to `blob_url`.
+    /// Submits a construction already uploaded under the ticket's `blob_key`.
     pub fn submit_blob(
         &self,
         key: &ApiKey,
         problem_id: &ArenaId,
-        blob_url: &str,
+        blob_key: &str,
     ) -> std::result::Result<Answer<Submitted>, Failed> {
         let body = serde_json::json!({
             "problem_id": problem_id,
-            "solution_blob_url": blob_url,
+            "solution_blob_key": blob_key,
         })
         .to_string();
         self.submit(key, &body)
@@ -172,8 +166,8 @@ impl ArenaClient {
             .map_err(|failed| failed.error)
     }
 
-    /// Uploads `json` with `ticket`; returns the blob's URL for [`ArenaClient::submit_blob`].
-    pub fn upload(&self, ticket: &UploadTicket, json: &[u8]) -> Result<String> {
+    /// Uploads `json` with `ticket`, for [`ArenaClient::submit_blob`] with its `blob_key`.
+    pub fn upload(&self, ticket: &UploadTicket, json: &[u8]) -> Result<()> {
         let token = ApiKey::token(&ticket.client_token).map_err(|rule| MiloError::Remote {
             url: format!("{}/api/solutions/upload-url", self.base_url()),
             message: format!("the upload ticket's clientToken {rule}"),
@@ -186,10 +180,10 @@ impl ArenaClient {
             headers: &[("x-api-version", BLOB_API_VERSION)],
         };
         match self
-            .send_secured::<Uploaded>(&request, "a JSON object {url}")
+            .send_secured::<serde::de::IgnoredAny>(&request, "a JSON answer")
             .map_err(|failed| failed.error)?
         {
-            Answer::Done(uploaded) => Ok(uploaded.url),
+            Answer::Done(_) => Ok(()),
             Answer::RateLimited(wait) => Err(MiloError::Remote {
                 url: ticket.upload_url.clone(),
                 message: format!(

@@ -1,9 +1,10 @@
 //! `milo arena submit` and `status`: check a construction against the live rules, send it the
 //! way its size requires, record it in the ledger, and follow it until the arena decides.
 //!
-//! [`check`] verifies the file exactly, reads the live problem (direction, `minImprovement`) and
-//! leaderboard, and applies the rules ([`rules::assess`]). [`send`] uploads inline below
-//! [`INLINE_LIMIT`] bytes of JSON and through a blob above it, honours HTTP 429 (at most
+//! [`check`] refuses a construction over the arena's upload limit ([`BLOB_LIMIT`]) before any
+//! request, verifies the file exactly, reads the live problem (direction, `minImprovement`) and
+//! leaderboard, and applies the rules ([`rules::assess`]). [`send`] uploads inline within the
+//! arena's inline limits ([`INLINE_LIMIT`], [`REQUEST_BODY_LIMIT`]) and through a blob above them, honours HTTP 429 (at most
 //! [`MAX_RATE_LIMITED`] times, at least [`MIN_RETRY_WAIT`] apart, within `--max-wait` of wall
 //! time, and no longer than its cancel token allows), through the write-ahead ledger: an intent
 //! before the first request, the outcome after the last, whatever happens; and it never sends on
@@ -19,6 +20,7 @@ use super::rules::{self, Assessment};
 use super::send::{Answer, Failed, Submitted};
 use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
+use crate::construction::json::javascript_json_len;
 use crate::construction::{read_values, to_json};
 use crate::error::{MiloError, Result};
 use crate::problems::by_slug;
@@ -27,9 +29,19 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Largest solution JSON sent inline; larger ones go through a blob upload (the arena refuses
-/// inline solutions over 2,000,000 characters).
+/// Largest solution sent inline, in characters of `JSON.stringify(solution)` as the arena measures
+/// it (its `POST /api/solutions` answers 400 "Solution data must be under 2 MB" above it); larger
+/// ones go through a blob upload.
 pub const INLINE_LIMIT: usize = 2_000_000;
+/// Largest request body sent inline: the arena runs on Vercel functions, which refuse a request
+/// body over 4.5 MB (HTTP 413 `FUNCTION_PAYLOAD_TOO_LARGE`); larger ones go through a blob.
+pub const REQUEST_BODY_LIMIT: usize = 4_500_000;
+/// Largest blob upload the arena accepts: `MAX_BLOB_BYTES`, 50 MiB (its upload ticket's
+/// `maximumSizeInBytes`, checked again when the submission names the blob). A construction whose
+/// JSON is larger is refused before anything is sent.
+pub const BLOB_LIMIT: usize = 50 * 1024 * 1024;
+/// Room for the inline request's wrapper around the solution (`{"problem_id":…,"solution":…}`).
+const WRAPPER_ROOM: usize = 1_000;
 /// Uploads tried (each with a fresh ticket) before a blob submission gives up.
 const UPLOAD_TRIES: usize = 3;
 /// Most requests answered HTTP 429 in a row before a submission gives up.
@@ -48,8 +60,8 @@ pub struct Checked {
     pub sha256: String,
     /// Number of values.
     pub n: usize,
-    /// The `{"values": […]}` text that would be sent.
-    pub json: String,
+    /// The `{"values":[…]}` text that would be sent, and how.
+    pub payload: Payload,
     /// The rules' verdict and the numbers behind it.
     pub assessment: Assessment,
     /// The leaderboard it was checked against, best first.
@@ -61,10 +73,47 @@ pub struct Checked {
 impl Checked {
     /// How the construction would travel: `inline` or `blob`.
     pub fn upload_kind(&self) -> &'static str {
-        if self.json.len() > INLINE_LIMIT {
-            "blob"
-        } else {
+        self.payload.upload_kind()
+    }
+}
+
+/// The JSON text of a construction as it would be sent, with the size the arena measures.
+#[derive(Clone, Debug)]
+pub struct Payload {
+    /// The compact `{"values":[…]}` text ([`to_json`]).
+    pub json: String,
+    /// Characters of `JSON.stringify` of the same solution, what the arena's inline limit counts.
+    pub javascript_len: usize,
+}
+
+impl Payload {
+    /// The payload of `values` (finite), refused with a one-line error naming the limit and the
+    /// size when its JSON is over `blob_limit` bytes (the arena's is [`BLOB_LIMIT`]).
+    pub fn new(values: &[f64], blob_limit: usize) -> Result<Payload> {
+        let json = to_json(values)?;
+        if json.len() > blob_limit {
+            return Err(MiloError::Usage(format!(
+                "the construction's JSON is {} bytes, over the arena's upload limit of {} bytes \
+                 (50 MiB for a blob); nothing was sent",
+                json.len(),
+                blob_limit
+            )));
+        }
+        Ok(Payload {
+            javascript_len: javascript_json_len(values),
+            json,
+        })
+    }
+
+    /// `inline` when the arena's inline limits allow it ([`INLINE_LIMIT`] characters as
+    /// JavaScript writes the solution, [`REQUEST_BODY_LIMIT`] bytes of request), else `blob`.
+    pub fn upload_kind(&self) -> &'static str {
+        let inline = self.javascript_len <= INLINE_LIMIT
+            && self.json.len() + WRAPPER_ROOM <= REQUEST_BODY_LIMIT;
+        if inline {
             "inline"
+        } else {
+            "blob"
         }
     }
 }
@@ -80,6 +129,8 @@ pub fn check(
     let problem = by_slug(slug)?;
     let bytes = read_bytes_capped(file, CONSTRUCTION_CAP, "construction")?;
     let values = read_values(file)?;
+    // Before any request: a construction the arena cannot take is refused here.
+    let payload = Payload::new(&values, BLOB_LIMIT)?;
     let options = Options {
         mode: Mode::Exact,
         allow_oversize: false,
@@ -135,7 +186,7 @@ pub fn check(
             .map(|b| format!("{b:02x}"))
             .collect(),
         n: values.len(),
-        json: to_json(&values)?,
+        payload,
         assessment,
         leaderboard,
         notes,
@@ -200,7 +251,7 @@ pub fn send(
         send_blob(client, checked, key, patience)
     } else {
         patiently(patience, || {
-            client.submit_inline(key, &checked.problem.id, &checked.json)
+            client.submit_inline(key, &checked.problem.id, &checked.payload.json)
         })
     };
     let record = SubmissionRecord {
@@ -271,10 +322,10 @@ fn send_blob(
     let mut failure = None;
     for _ in 0..UPLOAD_TRIES {
         let ticket = patiently(patience, || client.upload_ticket(key))?;
-        match client.upload(&ticket, checked.json.as_bytes()) {
-            Ok(url) => {
+        match client.upload(&ticket, checked.payload.json.as_bytes()) {
+            Ok(()) => {
                 return patiently(patience, || {
-                    client.submit_blob(key, &checked.problem.id, &url)
+                    client.submit_blob(key, &checked.problem.id, &ticket.blob_key)
                 })
             }
             Err(e) => failure = Some(e),
@@ -377,4 +428,41 @@ pub fn refresh(
 /// The current time, RFC 3339 UTC.
 fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_over_the_upload_limit_is_refused_naming_the_limit_and_the_size() {
+        let values = [0.0, 0.5, 1.0];
+        let json = r#"{"values":[0,0.5,1]}"#;
+        let fits = Payload::new(&values, json.len()).unwrap();
+        assert_eq!(fits.json, json);
+        assert_eq!(fits.upload_kind(), "inline");
+        let refused = Payload::new(&values, json.len() - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains(&format!("{} bytes", json.len()))
+                && refused.contains(&format!("limit of {} bytes", json.len() - 1))
+                && !refused.contains('\n'),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn the_inline_limit_counts_characters_as_javascript_writes_them() {
+        // 1e-6 is `1e-6` in milo's JSON, `0.000001` in the arena's JSON.stringify: 250,000 of
+        // them are 1,250,012 bytes here and 2,250,012 characters there, over the inline limit.
+        let small = vec![1e-6; 250_000];
+        let payload = Payload::new(&small, BLOB_LIMIT).unwrap();
+        assert!(payload.json.len() < INLINE_LIMIT);
+        assert_eq!(payload.javascript_len, 2_250_012);
+        assert_eq!(payload.upload_kind(), "blob");
+        let zeros = Payload::new(&vec![0.0; 999_990], BLOB_LIMIT).unwrap();
+        assert_eq!(zeros.javascript_len, 1_999_992);
+        assert_eq!(zeros.upload_kind(), "inline");
+    }
 }

@@ -260,7 +260,7 @@ fn submit_checked(
     let Some(key) = key else {
         out!(
             "dry run: would send {} bytes {} to {}",
-            checked.json.len(),
+            checked.payload.json.len(),
             checked.upload_kind(),
             client.base_url()
         )?;

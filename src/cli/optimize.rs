@@ -706,6 +706,7 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
         "seconds": outcome.seconds,
         "interrupted": outcome.interrupted,
         "stopped": outcome.trace.stopped,
+        "converged_because": outcome.trace.converged_because,
         "out": out,
         "notes": notes,
     });
@@ -756,7 +757,8 @@ pub fn run(args: &OptimizeArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// The run's verdict in one line: the best against the start and against the arena's #1.
+/// The run's verdict in one line: the best against the start and against the arena's #1, and,
+/// when the program stopped itself before its budget, why.
 fn verdict(spec: &ProblemSpec, outcome: &RunOutcome) -> String {
     let best = to_f64(&outcome.best_exact);
     let start = to_f64(&outcome.start_exact);
@@ -765,5 +767,53 @@ fn verdict(spec: &ProblemSpec, outcome: &RunOutcome) -> String {
         against(spec.direction, best, start, "the start")
     )];
     parts.extend(against_arena_first(spec, best));
+    if outcome.trace.stopped == Some(StopReason::Converged) {
+        parts.push(format!(
+            "stopped before its budget: {}",
+            outcome
+                .trace
+                .converged_because
+                .as_deref()
+                .unwrap_or("the program ran to its end")
+        ));
+    }
     parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Trace;
+
+    #[test]
+    fn a_program_that_stops_itself_says_why_in_its_verdict() {
+        let second = by_slug("second-autocorrelation-inequality").unwrap();
+        let one = BigRational::from_integer(1.into());
+        let mut outcome = RunOutcome {
+            best: vec![1.0],
+            start_exact: one.clone(),
+            best_exact: one,
+            improved: false,
+            trace: Trace {
+                stopped: Some(StopReason::Converged),
+                converged_because: Some("steps[2] (until_stall): 1 pass in a row …".into()),
+                ..Trace::default()
+            },
+            evaluations: 1,
+            seconds: 1.0,
+            interrupted: false,
+        };
+        let line = verdict(second.spec(), &outcome);
+        assert!(
+            line.ends_with(
+                "; stopped before its budget: steps[2] (until_stall): 1 pass in a row …"
+            ),
+            "{line}"
+        );
+        outcome.trace.converged_because = None;
+        let line = verdict(second.spec(), &outcome);
+        assert!(line.ends_with("the program ran to its end"), "{line}");
+        outcome.trace.stopped = Some(StopReason::Deadline);
+        assert!(!verdict(second.spec(), &outcome).contains("stopped before"));
+    }
 }

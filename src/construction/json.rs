@@ -2,10 +2,12 @@
 //! `{"data": {"values": [...]}}` (a solution entry as served), or a bare array.
 //!
 //! Numbers parse to the nearest float64 exactly as Python and numpy do (serde_json with
-//! `float_roundtrip`); writing uses the shortest round-trip form, so read → write → read is
-//! bit-identical. Content that Python would accept but the arena rejects (`NaN`, `Infinity`,
-//! numbers beyond float64 range) is reported as an invalid construction with its index; text that
-//! is not JSON at all is reported as a malformed file with line and column.
+//! `float_roundtrip`); writing uses the shortest round-trip digits in the shorter of fixed and
+//! exponent notation, without spaces (`0`, not `0.0`), so read → write → read is bit-identical
+//! and the text is as small as the values allow. Content that Python would accept but the arena
+//! rejects (`NaN`, `Infinity`, numbers beyond float64 range) is reported as an invalid
+//! construction with its index; text that is not JSON at all is reported as a malformed file
+//! with line and column.
 
 use super::{ParseError, FILE_RULES};
 use crate::bounded_read::MOST_VALUES;
@@ -21,9 +23,121 @@ pub fn to_json(values: &[f64]) -> std::result::Result<String, Violation> {
     Ok(json_text(values))
 }
 
-/// The JSON text `{"values": [...]}` of values already checked finite.
+/// The JSON text `{"values":[...]}` of values already checked finite, each value in its
+/// [`compact_number`] form.
 pub(super) fn json_text(values: &[f64]) -> String {
-    serde_json::json!({ "values": values }).to_string()
+    let mut text = String::with_capacity(13 + values.len() * 20);
+    text.push_str("{\"values\":[");
+    for (i, &x) in values.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        compact_number(x, &mut text);
+    }
+    text.push_str("]}");
+    text
+}
+
+/// A finite nonzero float64's shortest round-trip decimal digits and the place of the decimal
+/// point: `|x| = 0.d₁d₂…d_k × 10^point`.
+struct Decimal {
+    digits: String,
+    point: i32,
+}
+
+impl Decimal {
+    fn of(x: f64) -> Decimal {
+        // `{:e}` writes the shortest digits that read back to the same bits: `d.ddde-7`, `de5`.
+        let text = format!("{:e}", x.abs());
+        let (mantissa, exponent) = text.split_once('e').expect("`{:e}` writes an exponent");
+        let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
+        Decimal {
+            digits: mantissa.replace('.', ""),
+            point: exponent + 1,
+        }
+    }
+
+    /// Length of the exponent notation `d[.ddd]e±x` (the sign only when negative).
+    fn exponent_len(&self) -> usize {
+        let k = self.digits.len();
+        k + usize::from(k > 1) + 1 + (self.point - 1).to_string().len()
+    }
+
+    /// Length of the fixed notation `ddd00`, `dd.dd` or `0.000dd`.
+    fn fixed_len(&self) -> usize {
+        let k = self.digits.len() as i64;
+        let p = i64::from(self.point);
+        let len = if p >= k {
+            p
+        } else if p > 0 {
+            k + 1
+        } else {
+            2 - p + k
+        };
+        len as usize
+    }
+}
+
+/// Appends finite `x` to `out` in the shortest text that reads back to the same bits: the
+/// shortest round-trip digits, in fixed or exponent notation, whichever is shorter (fixed on a
+/// tie): `0`, `1`, `541940701`, `0.5`, `1e-7`, `1.5e21`. Negative zero is written `-0.0`: a
+/// reader that takes `-0` for the integer 0 would lose its sign bit.
+pub fn compact_number(x: f64, out: &mut String) {
+    if x == 0.0 {
+        out.push_str(if x.is_sign_negative() { "-0.0" } else { "0" });
+        return;
+    }
+    if x < 0.0 {
+        out.push('-');
+    }
+    let d = Decimal::of(x);
+    let (digits, p) = (d.digits.as_str(), d.point);
+    if d.exponent_len() < d.fixed_len() {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push_str(&(p - 1).to_string());
+    } else if p as usize >= digits.len() && p > 0 {
+        out.push_str(digits);
+        out.extend(std::iter::repeat_n('0', p as usize - digits.len()));
+    } else if p > 0 {
+        out.push_str(&digits[..p as usize]);
+        out.push('.');
+        out.push_str(&digits[p as usize..]);
+    } else {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-p) as usize));
+        out.push_str(digits);
+    }
+}
+
+/// The length of `JSON.stringify({values})` in JavaScript, which the arena measures against its
+/// inline limit: JavaScript writes each number with the same shortest digits, but in fixed
+/// notation from 1e-6 to below 1e21 (`0.000001`, `100000000000000000000`) and in exponent
+/// notation with a sign outside it (`1e-7`, `1e+21`); zero, negative or not, is `0`.
+pub fn javascript_json_len(values: &[f64]) -> usize {
+    let numbers: usize = values
+        .iter()
+        .map(|&x| {
+            if x == 0.0 {
+                return 1;
+            }
+            let d = Decimal::of(x);
+            let sign = usize::from(x < 0.0);
+            let in_fixed_range = d.point > -6 && d.point <= 21;
+            let body = if in_fixed_range {
+                d.fixed_len()
+            } else {
+                let k = d.digits.len();
+                k + usize::from(k > 1) + 2 + (d.point - 1).unsigned_abs().to_string().len()
+            };
+            sign + body
+        })
+        .sum();
+    "{\"values\":[]}".len() + numbers + values.len().saturating_sub(1)
 }
 
 /// Parses the text of a JSON construction: `{"values": [...]}` (other keys ignored), the arena
@@ -364,6 +478,92 @@ mod tests {
             Err(ParseError::Malformed(m)) => m,
             other => panic!("expected malformed for {text:?}, got {other:?}"),
         }
+    }
+
+    fn compact(x: f64) -> String {
+        let mut out = String::new();
+        compact_number(x, &mut out);
+        out
+    }
+
+    #[test]
+    fn the_writer_is_compact_and_write_then_read_keeps_every_bit() {
+        for (x, text) in [
+            (0.0, "0"),
+            (-0.0, "-0.0"),
+            (1.0, "1"),
+            (541940701.0, "541940701"),
+            (0.5, "0.5"),
+            (-2.5e-8, "-2.5e-8"),
+            (1e-7, "1e-7"),
+            (0.01, "0.01"),
+            (0.001, "1e-3"),
+            (0.0001, "1e-4"),
+            (1e21, "1e21"),
+            (1.5e300, "1.5e300"),
+            (123.456, "123.456"),
+            (5e-324, "5e-324"),
+        ] {
+            assert_eq!(compact(x), text, "{x:e}");
+        }
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state ^ (state >> 29)
+        };
+        let mut values = vec![
+            0.0,
+            -0.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE / 3.0,
+            123456789012345680.0,
+            9.876543210987654e19,
+            1e22,
+            1.0 / 3.0,
+            1e-6,
+        ];
+        values.extend(
+            (0..20_000)
+                .map(|_| f64::from_bits(next()))
+                .filter(|x| x.is_finite()),
+        );
+        values
+            .extend((0..2_000).map(|i| (next() % 1_000_000_000) as f64 * 10f64.powi(i % 40 - 20)));
+        let text = json_text(&values);
+        assert!(text.starts_with("{\"values\":[0,-0.0,"), "{}", &text[..40]);
+        let back = parse_values(&text).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back), bits(&values));
+        for &x in &values {
+            let old = serde_json::to_string(&x).unwrap();
+            assert!(
+                compact(x).len() <= old.len(),
+                "{x:e}: {} vs {old}",
+                compact(x)
+            );
+        }
+    }
+
+    #[test]
+    fn the_javascript_length_is_what_json_stringify_writes() {
+        let values = [
+            0.0,
+            -0.0,
+            1e-6,
+            1e-7,
+            1e21,
+            1e20,
+            1.5,
+            -2.5e-8,
+            541940701.0,
+            0.1,
+        ];
+        let javascript = r#"{"values":[0,0,0.000001,1e-7,1e+21,100000000000000000000,1.5,-2.5e-8,541940701,0.1]}"#;
+        assert_eq!(javascript_json_len(&values), javascript.len());
+        assert_eq!(javascript_json_len(&[]), r#"{"values":[]}"#.len());
     }
 
     #[test]

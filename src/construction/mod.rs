@@ -269,10 +269,10 @@ mod tests {
             std::fs::read(path).unwrap()
         };
         assert!(read("a.npy").starts_with(npy::MAGIC));
-        assert_eq!(read("a.json"), br#"{"values":[0.5,2.0]}"#);
-        assert_eq!(read("best.JSON"), br#"{"values":[0.5,2.0]}"#);
+        assert_eq!(read("a.json"), br#"{"values":[0.5,2]}"#);
+        assert_eq!(read("best.JSON"), br#"{"values":[0.5,2]}"#);
         assert_eq!(read("a.txt"), b"0.5\n2.0\n");
-        assert_eq!(read("no-extension"), br#"{"values":[0.5,2.0]}"#);
+        assert_eq!(read("no-extension"), br#"{"values":[0.5,2]}"#);
         assert!(read("a.npy.gz").starts_with(GZIP_MAGIC));
     }
 

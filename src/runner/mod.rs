@@ -344,8 +344,10 @@ impl<'a> Runner<'a> {
                 let mut current = current;
                 let mut stalled = 0;
                 let mut pass = 0u64;
+                let mut last_pass = self.trace.stages.len();
                 while stalled < *patience && budget.exhausted().is_none() {
                     let before = self.best_score;
+                    last_pass = self.trace.stages.len();
                     let share = budget.share(1.0);
                     current =
                         self.run_steps(body, &body_path, current, &share, derive_seed(seed, pass));
@@ -356,6 +358,10 @@ impl<'a> Runner<'a> {
                         stalled + 1
                     };
                     pass += 1;
+                }
+                if stalled >= *patience {
+                    self.trace.converged_because =
+                        Some(self.stall_reason(path, *patience, *min_gain, last_pass));
                 }
                 current
             }
@@ -376,6 +382,21 @@ impl<'a> Runner<'a> {
                 self.run_stage(stage, path, current, budget, seed)
             }
         }
+    }
+
+    /// Why the `until_stall` loop at `path` ended by its own test: its passes without gain, and
+    /// the notes of the stages of its last pass (from `trace.stages[last_pass..]`).
+    fn stall_reason(&self, path: &str, patience: usize, min_gain: f64, last_pass: usize) -> String {
+        let passes = if patience == 1 { "pass" } else { "passes" };
+        let mut reason = format!(
+            "{path} (until_stall): {patience} {passes} in a row gained at most {min_gain:e}"
+        );
+        for stage in &self.trace.stages[last_pass..] {
+            if let Some(note) = &stage.note {
+                reason.push_str(&format!("; {} {}: {note}", stage.kind, stage.path));
+            }
+        }
+        reason
     }
 
     /// Independent runs of `body` from the same start with derived seeds; the best becomes current.
@@ -644,10 +665,14 @@ mod tests {
         let run = |program: &Program, settings: &RunSettings| {
             run_program(toy.as_ref(), &toy_start(), program, settings, &mut Silent).unwrap()
         };
-        // A huge min_gain: no pass counts, so the loop stops after `patience` passes.
+        // A huge min_gain: no pass counts, so the loop stops after `patience` passes, and says so.
         let converged = run(&hops(2, 1.0), &settings(1_000_000));
         assert_eq!(converged.trace.stopped, Some(StopReason::Converged));
         assert!(converged.evaluations < 1_000_000);
+        assert_eq!(
+            converged.trace.converged_because.as_deref(),
+            Some("steps[0] (until_stall): 2 passes in a row gained at most 1e0")
+        );
         // Never converges (patience beyond reach): only the budget stops it, and all of it is used.
         let spent = run(
             &hops(crate::program::step::MAX_PATIENCE as usize, 0.0),
@@ -655,6 +680,7 @@ mod tests {
         );
         assert_eq!(spent.trace.stopped, Some(StopReason::Evaluations));
         assert_eq!(spent.evaluations, 2_000);
+        assert_eq!(spent.trace.converged_because, None);
         let cancel = CancelToken::new();
         cancel.cancel();
         let stopped = run(

@@ -86,6 +86,10 @@ pub struct Trace {
     /// Why the run stopped (absent in traces written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StopReason>,
+    /// When the program's own tests ended it ([`StopReason::Converged`]): the last loop whose
+    /// test held, and what the stages of its last pass reported, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converged_because: Option<String>,
 }
 
 /// Number of lags within `tolerance` (relative to the peak's magnitude) of the peak.

@@ -113,6 +113,7 @@ impl TraceFile {
             }));
         merged.trace.stages.extend(trace.stages.iter().cloned());
         merged.trace.stopped = segment.stopped.or(trace.stopped);
+        merged.trace.converged_because = trace.converged_because.clone();
         merged.segments.push(segment);
         merged
     }

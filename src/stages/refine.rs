@@ -8,7 +8,7 @@
 //! cascade from the floor, `floor, floor·step, …` up to the ceiling. The floor defaults to the
 //! problem's ([`Problem::beta_floor_after_resample`]). The factor shrinks to respect `max_n` and
 //! the problem's length limit; when no factor of at least 2 fits, the stage leaves the values
-//! unchanged (so a schedule of refinements ends at its target).
+//! unchanged and says why in its note (so a schedule of refinements ends at its target).
 
 use super::lbfgs::Lbfgs;
 use super::resample::{block_repeat, with_noise};
@@ -110,6 +110,16 @@ impl Refine {
         (k >= 2).then_some(k)
     }
 
+    /// Why no factor fits from length `n`, in words (the note of a refinement that did nothing).
+    pub fn why_no_factor(&self, problem: &dyn Problem, n: usize) -> String {
+        let length_limit = problem.spec().max_len;
+        let target = match self.max_n {
+            Some(m) if m < length_limit => format!("max_n {m}"),
+            _ => format!("the length limit {length_limit}"),
+        };
+        format!("no block repeat ×2 or more fits: n = {n}, {target}; values unchanged")
+    }
+
     /// The cascade run after the resample.
     pub fn cascade(&self, problem: &dyn Problem) -> Lbfgs {
         let floor = self
@@ -173,7 +183,10 @@ impl Stage for Refine {
         seed: u64,
     ) -> StageOutcome {
         let Some(factor) = self.factor_from(problem, start.len()) else {
-            return StageOutcome::plain(start.to_vec());
+            return StageOutcome {
+                note: Some(self.why_no_factor(problem, start.len())),
+                ..StageOutcome::plain(start.to_vec())
+            };
         };
         let mut fine = with_noise(block_repeat(start, factor), self.noise, seed);
         if problem.check(&fine).is_err() {
@@ -256,6 +269,10 @@ mod tests {
         };
         let out = stage.run(third.as_ref(), &start, &Budget::evaluations(100), 1);
         assert_eq!(out.values, start);
+        assert_eq!(
+            out.note.as_deref(),
+            Some("no block repeat ×2 or more fits: n = 50, max_n 99; values unchanged")
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! It implements what milo uses: `GET /api/problems`, `/api/problems/{slug}`,
 //! `/api/leaderboard`, `/api/solutions/best`, `/api/solutions/{id}`; `POST /api/solutions`
-//! (inline or `solution_blob_url`) and `/api/solutions/upload-url`; `PUT /blob/{key}`. Its rules
+//! (inline or `solution_blob_key`) and `/api/solutions/upload-url`; `PUT /blob/{key}`. Its rules
 //! are the agent guide's, written here independently of milo's `arena::rules`: a submission stays
 //! `pending` for a number of status polls, then is scored (milo's exact scorer stands in for the
 //! arena's verifier) and is `discarded` (not better than the agent's own entry), `rejected` (would be
@@ -591,8 +591,7 @@ fn submit(st: &mut State, auth: Option<&str>, body: &[u8]) -> Routed {
     if !st.problems.iter().any(|p| p.id == problem) {
         return (404, json!({"error": "Problem not found"}), None);
     }
-    let solution: Value = if let Some(url) = request["solution_blob_url"].as_str() {
-        let key = url.rsplit('/').next().unwrap_or_default();
+    let solution: Value = if let Some(key) = request["solution_blob_key"].as_str() {
         match st
             .blobs
             .get(key)
