@@ -802,6 +802,7 @@ mod tests {
             evaluations: 1,
             seconds: 1.0,
             interrupted: false,
+            start_over_limit: false,
         };
         let line = verdict(second.spec(), &outcome);
         assert!(

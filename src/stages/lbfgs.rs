@@ -1,7 +1,7 @@
 //! The L-BFGS stage: a β cascade of L-BFGS runs on the problem's smooth surrogate, in the chosen
 //! parameterisation, warm-started from stage to stage (DOMAIN.md: "L-BFGS … does the polishing").
 
-use super::{at_least_one, positive, Stage, StageOutcome, Tunable, TuneRange};
+use super::{at_least_one, betas, Stage, StageOutcome, Tunable, TuneRange};
 use crate::objective::SmoothMaxName;
 use crate::optimize::{cascade, Budget, CascadeSplit, LbfgsSettings, Mask, Parameterisation};
 use crate::problems::Problem;
@@ -99,12 +99,7 @@ impl Stage for Lbfgs {
     }
 
     fn check(&self, path: &str) -> Result<(), String> {
-        if self.betas.is_empty() {
-            return Err(format!("{path}.betas: needs at least one β"));
-        }
-        for (i, &b) in self.betas.iter().enumerate() {
-            positive(path, &format!("betas[{i}]"), b)?;
-        }
+        betas(path, "betas", &self.betas)?;
         at_least_one(path, "history", self.history)?;
         at_least_one(path, "iterations", self.iterations as usize)
     }

@@ -142,6 +142,18 @@ pub fn positive(path: &str, key: &str, x: f64) -> Result<(), String> {
     }
 }
 
+/// `Ok` if `betas` is a non-empty list of positive numbers, else the error naming `path.key` (or
+/// `path.key[i]`, the first bad entry).
+pub fn betas(path: &str, key: &str, betas: &[f64]) -> Result<(), String> {
+    if betas.is_empty() {
+        return Err(format!("{path}.{key}: needs at least one β"));
+    }
+    for (i, &b) in betas.iter().enumerate() {
+        positive(path, &format!("{key}[{i}]"), b)?;
+    }
+    Ok(())
+}
+
 /// `Ok` if `x` is in `[0, 1]`, else the error naming `path.key`.
 pub fn fraction(path: &str, key: &str, x: f64) -> Result<(), String> {
     if (0.0..=1.0).contains(&x) {

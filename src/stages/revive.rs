@@ -12,7 +12,7 @@
 //! has no dead cells to lift, and returns the start with a note saying so.
 
 use super::lbfgs::Lbfgs;
-use super::{at_least_one, fraction, positive, truly_better, Stage, StageOutcome};
+use super::{at_least_one, betas, fraction, positive, truly_better, Stage, StageOutcome};
 use super::{Tunable, TuneRange};
 use crate::objective::SmoothMaxName;
 use crate::optimize::{Budget, Parameterisation};
@@ -75,12 +75,7 @@ impl Stage for Revive {
     }
 
     fn check(&self, path: &str) -> Result<(), String> {
-        if self.betas.is_empty() {
-            return Err(format!("{path}.betas: needs at least one β"));
-        }
-        for (i, &b) in self.betas.iter().enumerate() {
-            positive(path, &format!("betas[{i}]"), b)?;
-        }
+        betas(path, "betas", &self.betas)?;
         positive(path, "size", self.size)?;
         fraction(path, "size", self.size)?;
         fraction(path, "fraction", self.fraction)?;

@@ -28,7 +28,9 @@
 //! seed and an evaluation budget.
 
 use super::lbfgs::Lbfgs;
-use super::{at_least_one, certainly_better, positive, Stage, StageOutcome, Tunable, TuneRange};
+use super::{
+    at_least_one, betas, certainly_better, positive, Stage, StageOutcome, Tunable, TuneRange,
+};
 use crate::optimize::Budget;
 use crate::problems::{FastScore, Problem};
 use num_rational::BigRational;
@@ -146,12 +148,7 @@ impl Stage for SegmentMoves {
                 self.min_len, self.max_len
             ));
         }
-        if self.polish_betas.is_empty() {
-            return Err(format!("{path}.polish_betas: needs at least one β"));
-        }
-        for (i, &beta) in self.polish_betas.iter().enumerate() {
-            positive(path, &format!("polish_betas[{i}]"), beta)?;
-        }
+        betas(path, "polish_betas", &self.polish_betas)?;
         at_least_one(path, "polish_history", self.polish_history)
     }
 
