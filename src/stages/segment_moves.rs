@@ -28,9 +28,7 @@
 //! seed and an evaluation budget.
 
 use super::lbfgs::Lbfgs;
-use super::{
-    at_least_one, betas, certainly_better, positive, Stage, StageOutcome, Tunable, TuneRange,
-};
+use super::{at_least_one, betas, certainly_better, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::Budget;
 use crate::problems::{FastScore, Problem};
 use num_rational::BigRational;
