@@ -103,6 +103,8 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     if args.json {
         print_json_report(problem, &verification, comparison, leader)?;
     } else {
+        // With `--against arena` the rival is the leader: one line says it.
+        let leader = leader.filter(|_| args.against.as_deref() != Some(AGAINST_ARENA));
         print_text_report(problem, &args.file, &verification, comparison, leader)?;
     }
     match not_better {
