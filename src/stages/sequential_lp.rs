@@ -272,17 +272,27 @@ fn run(
             0..n
         };
         let mut active = largest(&lags, params.active_lags);
+        // Membership by lag index: the active set can hold thousands of lags.
+        let mut chosen = vec![false; lags.len()];
+        for &k in &active {
+            chosen[k] = true;
+        }
         if params.active_within > 0.0 {
             let peak = max_of(&lags);
             let floor = peak - params.active_within * peak.abs();
-            let near = (0..lags.len()).filter(|&k| lags[k] >= floor);
-            let mut near: Vec<usize> = near.filter(|k| !active.contains(k)).collect();
+            let mut near: Vec<usize> = (0..lags.len())
+                .filter(|&k| lags[k] >= floor && !chosen[k])
+                .collect();
             near.sort_by(|&a, &b| lags[b].total_cmp(&lags[a]));
             near.truncate(MAX_ACTIVE_LAGS.saturating_sub(active.len()));
+            for &k in &near {
+                chosen[k] = true;
+            }
             active.extend(near);
         }
         for &k in &extras {
-            if active.len() < MAX_ACTIVE_LAGS && !active.contains(&k) {
+            if active.len() < MAX_ACTIVE_LAGS && !chosen[k] {
+                chosen[k] = true;
                 active.push(k);
             }
         }
