@@ -447,3 +447,136 @@ fn resume_refuses_a_trace_without_settings_and_new_run_options() {
     let mixed = milo(&["optimize", "--resume", old.to_str().unwrap(), "--seed", "3"]);
     assert_eq!(mixed.code, 2, "{}", mixed.stderr);
 }
+
+/// A finished run of 50 evaluations on a flat start in `dir`, with its best and trace:
+/// (best, trace).
+fn short_run(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (start, out, trace) = (
+        dir.join("start.json"),
+        dir.join("best.json"),
+        dir.join("trace.json"),
+    );
+    std::fs::write(&start, format!("{{\"values\": {:?}}}", vec![1.0; 50])).unwrap();
+    let run = milo(&[
+        "optimize",
+        "first-autocorrelation-inequality",
+        "--start",
+        start.to_str().unwrap(),
+        "--evaluations",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        std::fs::metadata(&out).unwrap().len() > 0,
+        "a best was saved"
+    );
+    (out, trace)
+}
+
+/// Rewrites the trace's `run.KEY` to `value`.
+fn edit_run(trace: &std::path::Path, key: &str, value: serde_json::Value) {
+    let mut json = trace_json(trace).unwrap();
+    json["run"][key] = value;
+    std::fs::write(trace, serde_json::to_string(&json).unwrap()).unwrap();
+}
+
+/// A trace someone sent is data, not code: the `command` steps of its stored program run only
+/// with --allow-commands, and then confined to their work directory.
+#[test]
+fn a_resumed_trace_runs_its_command_steps_only_when_allowed_and_then_confined() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, trace) = short_run(dir.path());
+    let outside = dir.path().join("written-by-the-trace");
+    let program = format!(
+        "name = \"shell\"\n[[steps]]\nkind = \"command\"\n\
+         argv = [\"sh\", \"-c\", \"echo x > '{}'; cp {{input}} {{output}}\"]\n",
+        outside.display()
+    );
+    edit_run(&trace, "program", program.into());
+    let resume = |extra: &[&str]| {
+        let mut args = vec!["optimize", "--resume", trace.to_str().unwrap()];
+        args.extend_from_slice(&["--budget", "60", "-q"]);
+        args.extend_from_slice(extra);
+        milo(&args)
+    };
+    let refused = resume(&[]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(!outside.exists(), "the trace's shell ran");
+    assert!(
+        refused.stderr.contains("steps[0]") && refused.stderr.contains("--allow-commands"),
+        "{}",
+        refused.stderr
+    );
+    let allowed = resume(&["--allow-commands"]);
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
+    assert!(
+        !outside.exists(),
+        "a confined command wrote outside its directory"
+    );
+    // It ran: a command that failed or could not be confined leaves a note.
+    let stages = trace_json(&trace).unwrap()["stages"].clone();
+    let last = stages.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["kind"], "command");
+    assert!(last["note"].is_null(), "{last}");
+}
+
+/// A resume writes only the --out its run created: a trace pointing elsewhere (a text file,
+/// another construction, a link) or an --out that no longer holds what the run wrote is
+/// refused naming both files, and the file is left as it was.
+#[test]
+fn a_resumed_trace_writes_only_the_out_its_run_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, trace) = short_run(dir.path());
+    let resume = || {
+        milo(&[
+            "optimize",
+            "--resume",
+            trace.to_str().unwrap(),
+            "--evaluations",
+            "500",
+            "-q",
+        ])
+    };
+    let refused_and_kept = |name: &str, content: &[u8]| {
+        let run = resume();
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(name) && run.stderr.contains("trace.json"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read(dir.path().join(name)).unwrap(),
+            content,
+            "{name}"
+        );
+    };
+    std::fs::write(dir.path().join("victim.txt"), "precious\n").unwrap();
+    edit_run(&trace, "out", "victim.txt".into());
+    refused_and_kept("victim.txt", b"precious\n");
+    // A valid construction the run never wrote.
+    let other = format!("{{\"values\": {:?}}}", vec![2.0; 50]);
+    std::fs::write(dir.path().join("other.json"), &other).unwrap();
+    edit_run(&trace, "out", "other.json".into());
+    refused_and_kept("other.json", other.as_bytes());
+    std::os::unix::fs::symlink(&out, dir.path().join("link.json")).unwrap();
+    edit_run(&trace, "out", "link.json".into());
+    let run = resume();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+    // The run's own --out, no longer holding what the run wrote.
+    edit_run(&trace, "out", "best.json".into());
+    let best = std::fs::read(&out).unwrap();
+    std::fs::write(&out, "not a construction").unwrap();
+    refused_and_kept("best.json", b"not a construction");
+    // Restored, the run continues.
+    std::fs::write(&out, &best).unwrap();
+    let run = resume();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

@@ -58,19 +58,13 @@ pub fn program_of(
 /// A model's `program` as it may run: with every `command` step confined
 /// ([`crate::sandbox`]) when the agents file allows a model's commands (`[writer]
 /// allow_commands = true`), and refused (one line naming the first such step) when it does not.
-pub fn admit_commands(mut program: Program, allowed: bool) -> Result<Program, String> {
-    let mut first = None;
-    program.visit_commands(&mut |path, command| {
-        first.get_or_insert_with(|| path.to_string());
-        command.confine = true;
-    });
-    match first {
-        Some(path) if !allowed => Err(format!(
+pub fn admit_commands(program: Program, allowed: bool) -> Result<Program, String> {
+    program.confine_commands(allowed).map_err(|path| {
+        format!(
             "{path} is a `command` step, and the agents file does not allow a model's commands \
              (`allow_commands = true` under [writer] allows them, confined)"
-        )),
-        _ => Ok(program),
-    }
+        )
+    })
 }
 
 /// A program of one `command` stage running `script` (inline) with `argv`.

@@ -73,9 +73,14 @@ pub struct OptimizeArgs {
     trace: Option<PathBuf>,
     /// Continue the run whose --trace file this is, from the best construction its --out holds,
     /// with what is left of its budget (--budget or --evaluations set a new total). Both files
-    /// are updated in place.
+    /// are updated in place; the --out must hold what the run last wrote there.
     #[arg(help_heading = headings::SEARCH, long, value_name = "TRACE")]
     resume: Option<PathBuf>,
+    /// With --resume: run the `command` steps of the trace's stored program (they run code).
+    /// They run confined to a fresh work directory, as a model's commands do: no writes
+    /// elsewhere, no network, an empty environment. Without it such a trace is refused.
+    #[arg(help_heading = headings::SEARCH, long, requires = "resume")]
+    allow_commands: bool,
     /// Print one JSON object instead of text (and no progress bar; -q hides it too).
     #[arg(help_heading = headings::OUTPUT, long)]
     json: bool,
@@ -212,12 +217,16 @@ impl RunFiles {
         }
     }
 
+    /// Writes the trace (naming `best` as written to --out), then --out: a stop between the
+    /// two leaves an --out the trace still names ([`TraceFile::out_sha256`]).
     fn write(&mut self, best: &[f64], trace: &TraceFile) -> Result<()> {
-        self.out.fill(|path| write_values(path, best))?;
+        self.base.writing_out(values_sha256(best));
         if let Some(file) = &mut self.trace {
+            let mut trace = trace.clone();
+            trace.out_sha256 = self.base.out_sha256.clone();
             file.fill(|path| trace.write(path))?;
         }
-        Ok(())
+        self.out.fill(|path| write_values(path, best))
     }
 
     /// Writes the run's verified result and its whole trace.
@@ -338,7 +347,15 @@ impl Plan {
             });
         };
         let problem = by_slug(&header.problem)?;
-        let program = Program::parse(&header.program, trace_path)?;
+        let program = Program::parse(&header.program, trace_path)?
+            .confine_commands(args.allow_commands)
+            .map_err(|step| {
+                MiloError::Usage(format!(
+                    "--resume {}: {step} of the run's program is a `command` step, which runs \
+                     code; give --allow-commands to run it, confined to its work directory",
+                    trace_path.display()
+                ))
+            })?;
         let out = folder_of(trace_path).join(&header.out);
         let jobs = args.jobs.unwrap_or(header.jobs);
         check_budgets(args, jobs)?;
@@ -361,7 +378,7 @@ impl Plan {
                 base.segments.len()
             )));
         }
-        let start = resume_start(problem.as_ref(), &out, &header)?;
+        let start = resume_start(problem.as_ref(), (trace_path, &base), &out, &header)?;
         problem.check(&start).map_err(MiloError::Invalid)?;
         let start_exact = problem.score_exact(&start);
         let segment = base.segments.len();
@@ -452,13 +469,43 @@ fn check_budgets(args: &OptimizeArgs, jobs: usize) -> Result<()> {
     Ok(())
 }
 
-/// The construction a resumed run starts from: the best its --out holds, or, when the run was
-/// stopped before it saved one, its own start (which must still be the same construction).
-fn resume_start(problem: &dyn Problem, out: &Path, header: &RunHeader) -> Result<Vec<f64>> {
-    if let Ok(best) = read_values(out) {
-        if problem.check(&best).is_ok() {
-            return Ok(best);
+/// The construction a resumed run starts from: the best its --out holds, which must be one the
+/// trace says the run wrote there; or, when --out is still the empty file the run reserved, its
+/// own start (which must still be the same construction). Anything else is refused naming both
+/// files: a resume writes only the --out its run created.
+fn resume_start(
+    problem: &dyn Problem,
+    (trace_path, trace): (&Path, &TraceFile),
+    out: &Path,
+    header: &RunHeader,
+) -> Result<Vec<f64>> {
+    let refused = |why: String| {
+        MiloError::Usage(format!(
+            "--resume {}: its --out {} {why}; a resume writes only the --out its run created \
+             (start a new run with --start)",
+            trace_path.display(),
+            out.display()
+        ))
+    };
+    let meta =
+        std::fs::symlink_metadata(out).map_err(|e| refused(format!("cannot be read ({e})")))?;
+    if !meta.is_file() {
+        return Err(refused(format!(
+            "is {}, not a file the run wrote",
+            crate::atomic_file::kind_of(meta.file_type())
+        )));
+    }
+    if meta.len() > 0 {
+        let best = read_values(out)
+            .map_err(|e| refused(format!("is not a construction the run wrote ({e})")))?;
+        if !trace.wrote_out(&best) {
+            return Err(refused(
+                "holds a construction the trace does not name as the run's last best (sha256 \
+                 of its values)"
+                    .into(),
+            ));
         }
+        return Ok(best);
     }
     let start = read_values(&header.start).map_err(|e| {
         MiloError::Usage(format!(

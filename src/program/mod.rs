@@ -84,6 +84,21 @@ impl Program {
         walk(&mut self.steps, "steps", visit);
     }
 
+    /// This program as one that came from elsewhere (a model's answer, a stored trace) may run:
+    /// every `command` step confined ([`crate::sandbox`]) when `allowed`; when not, the path of
+    /// the first `command` step as the error (a program without one passes either way).
+    pub fn confine_commands(mut self, allowed: bool) -> std::result::Result<Program, String> {
+        let mut first = None;
+        self.visit_commands(&mut |path, command| {
+            first.get_or_insert_with(|| path.to_string());
+            command.confine = true;
+        });
+        match first {
+            Some(path) if !allowed => Err(path),
+            _ => Ok(self),
+        }
+    }
+
     /// Value checks serde cannot express; the message names the step path and the key.
     pub fn check(&self) -> std::result::Result<(), String> {
         if self.steps.is_empty() {

@@ -65,6 +65,9 @@ pub struct Segment {
     pub best_exact: Option<String>,
 }
 
+/// How many of the last bests written to `--out` a trace names (see [`TraceFile::out_sha256`]).
+pub const OUT_WRITES_KEPT: usize = 2;
+
 /// The content of a `--trace` file.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceFile {
@@ -74,6 +77,12 @@ pub struct TraceFile {
     /// The segments, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<Segment>,
+    /// [`values_sha256`] of the last bests written to the run's `--out`, oldest first, at most
+    /// [`OUT_WRITES_KEPT`]: the trace is written just before `--out`, so a stop between the two
+    /// leaves `--out` holding the one before the newest. A resumed run continues only from an
+    /// `--out` holding one of them ([`TraceFile::wrote_out`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_sha256: Vec<String>,
     /// Every segment's trace on one clock (seconds and evaluations cumulative).
     #[serde(flatten)]
     pub trace: Trace,
@@ -89,6 +98,20 @@ impl TraceFile {
     pub fn write(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("traces serialise");
         crate::atomic_file::write(path, text.as_bytes())
+    }
+
+    /// Records that the best with `sha256` (of its values) is about to be written to `--out`.
+    pub fn writing_out(&mut self, sha256: String) {
+        if self.out_sha256.last() != Some(&sha256) {
+            self.out_sha256.push(sha256);
+        }
+        let excess = self.out_sha256.len().saturating_sub(OUT_WRITES_KEPT);
+        self.out_sha256.drain(..excess);
+    }
+
+    /// Whether the run wrote `values` to its `--out` (as its last best or the one before).
+    pub fn wrote_out(&self, values: &[f64]) -> bool {
+        self.out_sha256.contains(&values_sha256(values))
     }
 
     /// Wall seconds and evaluations of the finished segments together.
