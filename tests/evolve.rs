@@ -571,3 +571,81 @@ fn milo_owned(args: &[String]) -> common::Run {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     milo(&refs)
 }
+
+/// Replaces every `best_program` text in the records of `lineage` with `program`.
+fn replace_best_programs(lineage: &Path, program: &str) -> usize {
+    fn walk(value: &mut Value, program: &str, count: &mut usize) {
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    if key == "best_program" && v.is_string() {
+                        *v = program.into();
+                        *count += 1;
+                    } else {
+                        walk(v, program, count);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, program, count)),
+            _ => {}
+        }
+    }
+    let mut count = 0;
+    let text: String = std::fs::read_to_string(lineage)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            walk(&mut record, program, &mut count);
+            format!("{record}\n")
+        })
+        .collect();
+    std::fs::write(lineage, text).unwrap();
+    count
+}
+
+/// A run directory someone sent is data, not code: a lineage whose programs hold a `command`
+/// step resumes only with --allow-commands, and its commands then run confined.
+#[test]
+fn a_resumed_run_runs_its_stored_command_steps_only_when_allowed_and_then_confined() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    evolve_tiny(
+        dir.path(),
+        &run_dir,
+        &["--islands", "1", "--rounds", "1", "-q"],
+    );
+    let outside = dir.path().join("written-by-the-lineage");
+    let program = format!(
+        "name = \"shell\"\n[[steps]]\nkind = \"command\"\n\
+         argv = [\"sh\", \"-c\", \"echo x > '{}'; cp {{input}} {{output}}\"]\n",
+        outside.display()
+    );
+    assert!(replace_best_programs(&run_dir.join("lineage.jsonl"), &program) > 0);
+    let resume = |extra: &[&str]| {
+        let mut args = vec!["evolve", "--resume", run_dir.to_str().unwrap()];
+        args.extend_from_slice(&["--rounds", "5", "-q"]);
+        args.extend_from_slice(extra);
+        milo(&args)
+    };
+    let refused = resume(&[]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("steps[0]") && refused.stderr.contains("--allow-commands"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!outside.exists(), "the lineage's shell ran");
+    let allowed = resume(&["--allow-commands"]);
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
+    assert!(
+        !outside.exists(),
+        "a stored command wrote outside its directory"
+    );
+    // The stored program ran as a parent, confined (the children's records say so).
+    let lineage = std::fs::read_to_string(run_dir.join("lineage.jsonl")).unwrap();
+    assert!(
+        lineage.contains("confine = true"),
+        "no confined command ran"
+    );
+}

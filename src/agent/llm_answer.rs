@@ -59,12 +59,13 @@ pub fn program_of(
 /// ([`crate::sandbox`]) when the agents file allows a model's commands (`[writer]
 /// allow_commands = true`), and refused (one line naming the first such step) when it does not.
 pub fn admit_commands(program: Program, allowed: bool) -> Result<Program, String> {
-    program.confine_commands(allowed).map_err(|path| {
-        format!(
+    match program.confined() {
+        (_, Some(path)) if !allowed => Err(format!(
             "{path} is a `command` step, and the agents file does not allow a model's commands \
              (`allow_commands = true` under [writer] allows them, confined)"
-        )
-    })
+        )),
+        (program, _) => Ok(program),
+    }
 }
 
 /// A program of one `command` stage running `script` (inline) with `argv`.

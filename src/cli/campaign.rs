@@ -109,7 +109,7 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
             let key = key_if(settings.submit)?;
             let deadline = Duration::from_secs(args.server.deadline);
             let campaign = Campaign::open(dir, timeout, deadline, key)?;
-            let search = Search::resume(&campaign.run_dir(), args.jobs, cancel.clone())?;
+            let search = Search::resume(&campaign.run_dir(), args.jobs, cancel.clone(), false)?;
             (campaign, search)
         }
         None => create(args, cancel.clone())?,

@@ -231,6 +231,12 @@ pub struct EvolveArgs {
     /// goes on to the new limit, and the lineage records it.
     #[arg(help_heading = headings::SEARCH, long, value_name = "DIR", conflicts_with_all = ["suite", "run_dir", "islands", "seed", "patience", "quality", "attempts", "writer", "agents", "mutators", "orchestrator", "executor", "partition", "throttle", "time_margin", "poll", "max_submits", "sbatch_args", "setup", "pilots", "pilot_stale", "tasks_per_round", "task_evaluations", "promote_discoveries", "admission", "race_children", "race_block", "race_cap", "race_alpha", "race_futility", "seed_harness", "archive_population"])]
     resume: Option<PathBuf>,
+    /// With --resume: run the `command` steps of the run's programs (the suite's and those its
+    /// lineage records), which run code. They run confined to a fresh work directory each, as a
+    /// model's commands do: no writes elsewhere, no network, an empty environment. Without it a
+    /// run whose programs hold one is refused.
+    #[arg(help_heading = headings::SEARCH, long, requires = "resume")]
+    allow_commands: bool,
 }
 
 /// Runs `milo evolve`.
@@ -239,7 +245,7 @@ pub fn run(args: &EvolveArgs) -> Result<i32> {
     check_hours(args.hours)?;
     let mut search = match &args.resume {
         Some(dir) => {
-            let mut search = Search::resume(dir, args.jobs, cancel)?;
+            let mut search = Search::resume(dir, args.jobs, cancel, args.allow_commands)?;
             if args.rounds.is_some() || args.hours.is_some() {
                 search.extend(args.rounds, args.hours)?;
             }

@@ -347,15 +347,14 @@ impl Plan {
             });
         };
         let problem = by_slug(&header.problem)?;
-        let program = Program::parse(&header.program, trace_path)?
-            .confine_commands(args.allow_commands)
-            .map_err(|step| {
-                MiloError::Usage(format!(
-                    "--resume {}: {step} of the run's program is a `command` step, which runs \
-                     code; give --allow-commands to run it, confined to its work directory",
-                    trace_path.display()
-                ))
-            })?;
+        let (program, command) = Program::parse(&header.program, trace_path)?.confined();
+        if let (Some(step), false) = (command, args.allow_commands) {
+            return Err(MiloError::Usage(format!(
+                "--resume {}: {step} of the run's program is a `command` step, which runs code; \
+                 give --allow-commands to run it, confined to its work directory",
+                trace_path.display()
+            )));
+        }
         let out = folder_of(trace_path).join(&header.out);
         let jobs = args.jobs.unwrap_or(header.jobs);
         check_budgets(args, jobs)?;
@@ -378,7 +377,7 @@ impl Plan {
                 base.segments.len()
             )));
         }
-        let start = resume_start(problem.as_ref(), (trace_path, &base), &out, &header)?;
+        let start = resume_start((trace_path, &base), &out, &header)?;
         problem.check(&start).map_err(MiloError::Invalid)?;
         let start_exact = problem.score_exact(&start);
         let segment = base.segments.len();
@@ -474,7 +473,6 @@ fn check_budgets(args: &OptimizeArgs, jobs: usize) -> Result<()> {
 /// own start (which must still be the same construction). Anything else is refused naming both
 /// files: a resume writes only the --out its run created.
 fn resume_start(
-    problem: &dyn Problem,
     (trace_path, trace): (&Path, &TraceFile),
     out: &Path,
     header: &RunHeader,

@@ -84,19 +84,16 @@ impl Program {
         walk(&mut self.steps, "steps", visit);
     }
 
-    /// This program as one that came from elsewhere (a model's answer, a stored trace) may run:
-    /// every `command` step confined ([`crate::sandbox`]) when `allowed`; when not, the path of
-    /// the first `command` step as the error (a program without one passes either way).
-    pub fn confine_commands(mut self, allowed: bool) -> std::result::Result<Program, String> {
+    /// This program as one that came from elsewhere (a model's answer, a stored trace or run)
+    /// may run: every `command` step confined ([`crate::sandbox`]), and the path of the first
+    /// one (`None` when it has none), for a caller that must refuse it without an opt-in.
+    pub fn confined(mut self) -> (Program, Option<String>) {
         let mut first = None;
         self.visit_commands(&mut |path, command| {
             first.get_or_insert_with(|| path.to_string());
             command.confine = true;
         });
-        match first {
-            Some(path) if !allowed => Err(path),
-            _ => Ok(self),
-        }
+        (self, first)
     }
 
     /// Value checks serde cannot express; the message names the step path and the key.

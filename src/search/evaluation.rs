@@ -129,6 +129,8 @@ pub struct EvaluationSettings<'a> {
     pub agents: Option<&'a AgentsConfig>,
     /// Counts the task runs handed to the executor and finished, for a live display.
     pub tally: Option<&'a TaskTally>,
+    /// Run every `command` step of the parents and the library confined ([`crate::sandbox`]).
+    pub confine_commands: bool,
 }
 
 /// One task's result under a harness.
@@ -263,7 +265,11 @@ pub fn evaluate(
         .flat_map(|t| (0..settings.attempts.max(1)).map(move |a| (t, a)))
         .collect();
     let harness_text = harness.to_toml();
-    let library: Vec<String> = settings.library.iter().map(Program::to_toml).collect();
+    let text = |program: &Program| match settings.confine_commands {
+        true => program.clone().confined().0.to_toml(),
+        false => program.to_toml(),
+    };
+    let library: Vec<String> = settings.library.iter().map(text).collect();
     let descriptions: Vec<AttemptTask> = jobs
         .iter()
         .map(|&(t, a)| {
@@ -273,7 +279,7 @@ pub fn evaluate(
                 problem: settings.problem.slug().to_string(),
                 start: task.start.values.to_vec(),
                 start_exact: task.start.exact.clone(),
-                parent: task.program.to_toml(),
+                parent: text(&task.program),
                 seconds: task.budget.seconds,
                 evaluations: task.budget.evaluations,
                 seed: attempt_seed(task, a),

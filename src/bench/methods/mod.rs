@@ -121,6 +121,7 @@ impl RunContext<'_> {
             library,
             agents: None,
             tally: None,
+            confine_commands: false,
         };
         match evaluate(
             self.executor.as_ref(),

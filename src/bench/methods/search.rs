@@ -169,7 +169,7 @@ impl Method for SearchVariant {
 
     fn run(&self, ctx: &RunContext) -> Result<Option<Trajectory>> {
         let mut search = if ctx.dir.join(LINEAGE_FILE).exists() {
-            Search::resume(ctx.dir, ctx.jobs, ctx.cancel.clone())?
+            Search::resume(ctx.dir, ctx.jobs, ctx.cancel.clone(), false)?
         } else {
             let config = RunConfig {
                 suite: ctx.suite.path.clone(),

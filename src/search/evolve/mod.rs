@@ -47,6 +47,7 @@ use super::state::SearchState;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result};
 use crate::harness::Harness;
+use crate::program::Program;
 use crate::suite::{Start, Suite, Task};
 use crate::tally::TaskTally;
 use num_rational::BigRational;
@@ -106,6 +107,9 @@ pub struct Search {
     round_tasks: Option<(usize, Vec<Task>)>,
     /// The task runs handed to the executor and finished by this process.
     tally: TaskTally,
+    /// Run every `command` step of the tasks' programs confined: the programs of a resumed
+    /// run come from its records, which anyone may have written ([`Search::resume`]).
+    confine_commands: bool,
 }
 
 impl Search {
@@ -143,8 +147,15 @@ impl Search {
     }
 
     /// Resumes the run in `dir` from its records, rebuilding the parts its settings name, the
-    /// executor on `jobs` threads.
-    pub fn resume(dir: &Path, jobs: usize, cancel: CancelToken) -> Result<Search> {
+    /// executor on `jobs` threads. A run directory is data, not code: when its programs (the
+    /// suite's, the lineage's) hold a `command` step, it is refused naming the first unless
+    /// `allow_commands`, and then every such step runs confined ([`crate::sandbox`]).
+    pub fn resume(
+        dir: &Path,
+        jobs: usize,
+        cancel: CancelToken,
+        allow_commands: bool,
+    ) -> Result<Search> {
         let (store, config, records) = open_store(dir)?;
         config.check().map_err(|message| MiloError::Malformed {
             path: dir.join(super::lineage::LINEAGE_FILE),
@@ -154,7 +165,43 @@ impl Search {
         let suite = load_suite(&config)?;
         suite.check_pin(config.suite_pin.as_deref())?;
         check_unique_nodes(dir, &records)?;
-        Search::assemble(suite, dir, store, &records, parts, cancel)
+        let mut search = Search::assemble(suite, dir, store, &records, parts, cancel)?;
+        if let Some((origin, step)) = search.first_command_step() {
+            if !allow_commands {
+                return Err(MiloError::Usage(format!(
+                    "resuming {}: {step} of {origin} is a `command` step, which runs code; a \
+                     resumed run runs its stored commands only when allowed (`milo evolve \
+                     --resume DIR --allow-commands`), confined to their work directories",
+                    dir.display()
+                )));
+            }
+            search.confine_commands = true;
+        }
+        Ok(search)
+    }
+
+    /// The first `command` step of the programs the run may run (the suite's, then those the
+    /// lineage records as tasks' best), with where it is.
+    fn first_command_step(&self) -> Option<(String, String)> {
+        let suite = self.suite.tasks.iter().map(|t| {
+            (
+                format!("program {}", t.program_path.display()),
+                (*t.program).clone(),
+            )
+        });
+        let lineage = self.state.nodes.iter().flat_map(|node| {
+            node.evaluation.tasks.iter().filter_map(move |t| {
+                let text = t.best_program.as_ref()?;
+                let program = Program::parse(text, Path::new("lineage")).ok()?;
+                Some((
+                    format!("node {}'s best program of task {}", node.id, t.task),
+                    program,
+                ))
+            })
+        });
+        suite
+            .chain(lineage)
+            .find_map(|(origin, program)| Some((origin, program.confined().1?)))
     }
 
     fn assemble(
@@ -209,6 +256,7 @@ impl Search {
             validation,
             starts,
             round_tasks: None,
+            confine_commands: false,
         })
     }
 

@@ -134,6 +134,7 @@ impl Search {
             library: &library,
             agents: config.agents.as_ref(),
             tally: Some(&self.tally),
+            confine_commands: self.confine_commands,
         };
         let outcome = evaluate(
             self.parts.executor.as_ref(),

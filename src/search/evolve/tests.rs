@@ -749,7 +749,7 @@ fn unknown_part_names_are_usage_errors_before_anything_is_written() {
         .to_string();
     assert!(err.contains("'gardener'"), "{err}");
     // A run recorded with parts this binary does not know cannot be resumed.
-    let err = Search::resume(dir.path(), 1, CancelToken::new())
+    let err = Search::resume(dir.path(), 1, CancelToken::new(), false)
         .err()
         .unwrap()
         .to_string();
