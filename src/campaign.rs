@@ -273,6 +273,7 @@ impl Campaign {
             &self.settings.slug,
             &file,
             self.settings.agent.as_deref(),
+            false,
         )?;
         self.offered = Some(exact);
         if let Some(leader) = &checked.assessment.leader {

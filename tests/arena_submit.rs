@@ -1006,3 +1006,42 @@ fn a_status_record_is_appended_only_under_the_ledger_lock() {
         .collect();
     assert_eq!(kinds, ["intent", "submission", "status"]);
 }
+
+/// A dry run that cannot reach the arena still checks: against the #1 that milo's problem file
+/// records, and it says so; a real submission fails as before.
+#[test]
+fn a_dry_run_without_the_arena_checks_against_the_problem_files_number_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bound, then released.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    // The project's own record, past the problem file's #1.
+    let ahead = format!(
+        "{}/constructions/{FIRST}/records/codexprolong-record.json.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = submit(dir.path(), None, &ahead, &closed, &["--dry-run"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("offline"), "{}", run.stdout);
+    assert!(run.stdout.contains("would be the new #1"), "{}", run.stdout);
+    let behind = write(dir.path(), "behind.json", &bumpy(600, 3.0));
+    let run = submit(dir.path(), None, &behind, &closed, &["--dry-run"]);
+    assert!(run.stdout.contains("offline"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("would not be the new #1"),
+        "{}",
+        run.stdout
+    );
+    // Sending needs the live arena.
+    let sent = submit(
+        dir.path(),
+        Some("sk-test-offline-0123456789abcdef"),
+        &ahead,
+        &closed,
+        &[],
+    );
+    assert_eq!(sent.code, milo::error::EXIT_REMOTE, "{}", sent.stderr);
+    assert!(!sent.stdout.contains("offline"), "{}", sent.stdout);
+}

@@ -23,7 +23,7 @@ use crate::cancel::CancelToken;
 use crate::construction::json::javascript_json_len;
 use crate::construction::{read_values, to_json};
 use crate::error::{MiloError, Result};
-use crate::problems::by_slug;
+use crate::problems::{by_slug, Direction, ProblemSpec};
 use crate::verify::{verify, Mode, Options};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -68,6 +68,8 @@ pub struct Checked {
     pub leaderboard: Vec<LeaderboardEntry>,
     /// Where the server's direction or threshold differ from milo's problem file, in words.
     pub notes: Vec<String>,
+    /// Checked offline, against the #1 of milo's problem file ([`offline_leaderboard`]).
+    pub offline: bool,
 }
 
 impl Checked {
@@ -119,12 +121,16 @@ impl Payload {
 }
 
 /// Verifies `file` exactly for `slug` and applies the arena's rules against its live problem and
-/// leaderboard, for the agent `agent` when named.
+/// leaderboard, for the agent `agent` when named. With `offline`, an arena that cannot be asked
+/// (unreachable, or not answering as an arena does) is no failure: the construction is checked
+/// against the #1 that `problems/<slug>.toml` records ([`offline_leaderboard`]), and a note
+/// says so.
 pub fn check(
     client: &ArenaClient,
     slug: &str,
     file: &Path,
     agent: Option<&str>,
+    offline: bool,
 ) -> Result<Checked> {
     let problem = by_slug(slug)?;
     let bytes = read_bytes_capped(file, CONSTRUCTION_CAP, "construction")?;
@@ -138,9 +144,28 @@ pub fn check(
     let exact = verify(problem.as_ref(), &values, options)?
         .exact
         .expect("mode exact computes the exact score");
-    let served = client.problem_detail(slug)?;
     let spec = problem.spec();
     let mut notes = Vec::new();
+    let live = client
+        .problem_detail(slug)
+        .and_then(|served| Ok((client.leaderboard(&served.id, MAX_LIMIT)?, served)));
+    let checked_offline = live.is_err();
+    let (leaderboard, served) = match live {
+        Ok(live) => live,
+        Err(e @ MiloError::Remote { .. }) if offline => {
+            let (leaderboard, served) = offline_leaderboard(spec)?;
+            notes.push(format!(
+                "offline: the arena could not be asked ({}); checked against the #1 in \
+                 problems/{slug}.toml ({} {}, {}), not the live leaderboard",
+                e,
+                leaderboard[0].agent_name,
+                leaderboard[0].best_score,
+                spec.arena_first().map_or("", |r| r.date.as_str())
+            ));
+            (leaderboard, served)
+        }
+        Err(e) => return Err(e),
+    };
     let direction = match served.direction() {
         Some(d) if d != spec.direction => {
             return Err(MiloError::Remote {
@@ -176,7 +201,6 @@ pub fn check(
             spec.min_improvement
         }
     };
-    let leaderboard = client.leaderboard(&served.id, MAX_LIMIT)?;
     let assessment = rules::assess(&exact, &leaderboard, agent, direction, min_improvement);
     Ok(Checked {
         problem: served,
@@ -190,7 +214,48 @@ pub fn check(
         assessment,
         leaderboard,
         notes,
+        offline: checked_offline,
     })
+}
+
+/// The leaderboard of one entry, the #1 that `spec` records (`arena #1: HOLDER`), and the
+/// problem as milo's data file describes it: what an offline check compares with. A problem
+/// file without such a record is a usage error (there is nothing to check against).
+pub fn offline_leaderboard(spec: &ProblemSpec) -> Result<(Vec<LeaderboardEntry>, ArenaProblem)> {
+    let first = spec.arena_first().ok_or_else(|| {
+        MiloError::Usage(format!(
+            "problems/{}.toml records no arena #1 to check against offline",
+            spec.slug
+        ))
+    })?;
+    let holder = first
+        .holder
+        .trim_start_matches("arena #1")
+        .trim_start_matches(':');
+    let entry = LeaderboardEntry {
+        rank: 1,
+        agent_name: match holder.trim() {
+            "" => "arena #1".to_string(),
+            name => name.to_string(),
+        },
+        best_score: first.value,
+        submissions: None,
+    };
+    let problem = ArenaProblem {
+        id: ArenaId::Text(spec.slug.clone()),
+        slug: spec.slug.clone(),
+        title: None,
+        scoring: Some(
+            match spec.direction {
+                Direction::Minimize => "minimize",
+                Direction::Maximize => "maximize",
+            }
+            .into(),
+        ),
+        min_improvement: Some(spec.min_improvement.into()),
+        evaluation_mode: None,
+    };
+    Ok((vec![entry], problem))
 }
 
 /// How long a submission may wait out rate limits, and what stops the waiting.

@@ -7,6 +7,7 @@ use crate::arena::client::{
 };
 use crate::arena::ledger::{self, Tracked, DEFAULT_LEDGER};
 use crate::arena::pull::{Flag, PullSummary, RELATIVE_TOLERANCE, SUMMARY_FILE};
+use crate::arena::rules::Verdict;
 use crate::arena::submit::{check, refresh, send, Checked, Overrides, Patience};
 use crate::arena::{pull, ApiKey, ArenaClient, PullRequest};
 use crate::bounded_read::{read_json_capped, SETTINGS_JSON};
@@ -157,7 +158,8 @@ pub struct SubmitArgs {
     /// The ledger to append to.
     #[arg(long, value_name = "FILE", default_value = DEFAULT_LEDGER)]
     ledger: PathBuf,
-    /// Check everything and say what would be sent, but do not send.
+    /// Check everything and say what would be sent, but do not send. When the arena cannot be
+    /// asked, the check is against the #1 that milo's problem file records, and says so.
     #[arg(long)]
     dry_run: bool,
     /// Send although the ledger records this construction as sent, or as possibly sent, to this
@@ -237,6 +239,7 @@ fn run_submit(args: &SubmitArgs) -> Result<i32> {
         &args.slug,
         &args.file,
         args.sending.agent.as_deref(),
+        args.dry_run,
     )?;
     print_check(&checked)?;
     submit_checked(&client, &checked, key.as_ref(), args)
@@ -298,13 +301,18 @@ pub fn print_check(checked: &Checked) -> Result<()> {
         &checked.sha256[..16]
     )?;
     out!("our exact score   {}", a.score_exact)?;
+    let first = if checked.offline {
+        "#1 (offline)     "
+    } else {
+        "live #1          "
+    };
     match &a.leader {
         Some((agent, score)) => out!(
-            "live #1           {score:?} ({agent}); improvement {} against minImprovement {}",
+            "{first} {score:?} ({agent}); improvement {} against minImprovement {}",
             a.improvement_over_leader.as_deref().unwrap_or("?"),
             a.min_improvement
         ),
-        None => out!("live #1           none (the leaderboard is empty)"),
+        None => out!("{first} none (the leaderboard is empty)"),
     }?;
     if let Some(own) = a.own_score {
         out!("our own entry     {own:?}")?;
@@ -317,7 +325,12 @@ pub fn print_check(checked: &Checked) -> Result<()> {
             "note: the deciding margin is within 1e-12 relative: the arena's float64 evaluation may decide it the other way"
         )?;
     }
-    out!("verdict: {}", a.verdict.describe())?;
+    match (&a.verdict, checked.offline) {
+        (Verdict::Ranked { .. }, true) => out!(
+            "verdict: would not be the new #1 (its rank on the live leaderboard is unknown offline)"
+        ),
+        (verdict, _) => out!("verdict: {}", verdict.describe()),
+    }?;
     Ok(())
 }
 
