@@ -3,6 +3,8 @@
 //! Commands print through [`out!`] (and [`json_line`]): a failed write to standard output is an
 //! error, not a panic. A closed pipe (`milo problems | head -1`) ends the command quietly with
 //! exit 0; any other failure (`> /dev/full`) is reported as `cannot write standard output` (exit 7).
+//! Standard error is written through `say!` (see [`crate::say`]): a line it cannot take
+//! (`2>/dev/full`) is dropped, and the work and the exit code stand.
 
 /// Prints one line on standard output like `println!`, returning a [`crate::error::Result`]
 /// instead of panicking when standard output is closed or full.
@@ -17,7 +19,7 @@ macro_rules! out {
 macro_rules! note {
     ($($arg:tt)*) => {
         if !$crate::cli::is_quiet() {
-            eprintln!($($arg)*);
+            say!($($arg)*);
         }
     };
 }
@@ -261,9 +263,9 @@ fn is_closed_stdout(err: &MiloError) -> bool {
 }
 
 /// Prints an error on one line of standard error (scrubbed of the secrets in use) and returns its
-/// exit code.
+/// exit code; a standard error that cannot take it drops it.
 fn report(err: &MiloError) -> i32 {
-    eprintln!("milo: {}", crate::secrets::scrub(&err.to_string()));
+    say!("milo: {}", crate::secrets::scrub(&err.to_string()));
     err.exit_code()
 }
 
