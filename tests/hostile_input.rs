@@ -387,6 +387,68 @@ fn an_unwritable_standard_error_drops_the_messages_not_the_work() {
 }
 
 #[test]
+fn an_error_quotes_a_few_hundred_bytes_of_a_hostile_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = |fill: &str, mib: usize| fill.repeat((mib << 20) / fill.len());
+    // serde quotes a string of the wrong type whole (`invalid type: string "…"`).
+    let bench = dir.path().join("bench");
+    std::fs::create_dir(&bench).unwrap();
+    std::fs::write(
+        bench.join("results.json"),
+        format!(
+            r#"{{"problem": "p", "direction": "minimize", "cpu_seconds": "{}"}}"#,
+            huge("y", 30)
+        ),
+    )
+    .unwrap();
+    let construction = dir.path().join("values.json");
+    std::fs::write(
+        &construction,
+        format!(r#"{{"values": "{}"}}"#, huge("é\\n", 8)),
+    )
+    .unwrap();
+    // The toml crate quotes an unknown step kind whole, on several lines.
+    let program = dir.path().join("program.toml");
+    std::fs::write(
+        &program,
+        format!(
+            "name = \"q\"\n[[steps]]\nkind = \"\"\"{}\"\"\"\n",
+            huge("k\n", 1)
+        ),
+    )
+    .unwrap();
+    let start = small_start(dir.path());
+    for (args, needle) in [
+        (vec!["report", bench.to_str().unwrap()], "results.json"),
+        (
+            vec!["verify", FIRST, construction.to_str().unwrap()],
+            "values.json",
+        ),
+        (
+            vec![
+                "optimize",
+                FIRST,
+                "--start",
+                &start,
+                "--program",
+                program.to_str().unwrap(),
+                "--out",
+                dir.path().join("out.json").to_str().unwrap(),
+            ],
+            "program.toml",
+        ),
+    ] {
+        let run = milo(&args);
+        assert!(
+            run.stderr.len() < 2048,
+            "{args:?}: {} bytes",
+            run.stderr.len()
+        );
+        expect_failure(&run, EXIT_INPUT, &[needle, "…"]);
+    }
+}
+
+#[test]
 fn a_zero_construction_in_best_json_is_refused_on_resume_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_suite(dir.path());

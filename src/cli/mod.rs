@@ -262,10 +262,16 @@ fn is_closed_stdout(err: &MiloError) -> bool {
         if path == Path::new(STDOUT) && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Prints an error on one line of standard error (scrubbed of the secrets in use) and returns its
-/// exit code; a standard error that cannot take it drops it.
+/// Prints an error on one line of standard error (scrubbed of the secrets in use, then
+/// [`clipped`](crate::error::clipped) to [`LINE_BYTES`](crate::error::LINE_BYTES), whatever
+/// input it quotes) and returns its exit code; a standard error that cannot take it drops it.
 fn report(err: &MiloError) -> i32 {
-    say!("milo: {}", crate::secrets::scrub(&err.to_string()));
+    let message = err.to_string();
+    let message = crate::secrets::scrub(&message);
+    say!(
+        "milo: {}",
+        crate::error::clipped(&message, crate::error::LINE_BYTES)
+    );
     err.exit_code()
 }
 
