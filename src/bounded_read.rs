@@ -6,7 +6,7 @@
 //! only a hint (`/dev/zero` reports 0), so the cap is enforced on the bytes actually read, and
 //! on the bytes a gzip stream inflates to.
 
-use crate::error::{read_error, MiloError, Result};
+use crate::error::{quoted, read_error, MiloError, Result};
 use std::io::Read;
 use std::path::Path;
 
@@ -307,7 +307,7 @@ pub fn read_json_file_capped<T: serde::de::DeserializeOwned>(
         Some(_) => read_error(path)(e.into()),
         None => MiloError::Malformed {
             path: path.to_path_buf(),
-            message: format!("not a readable {what}: {e}"),
+            message: format!("not a readable {what}: {}", quoted(&e.to_string())),
         },
     })
 }

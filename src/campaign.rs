@@ -25,7 +25,7 @@ use crate::arena::{ApiKey, ArenaClient};
 use crate::bounded_read::{read_bytes_capped, CONFIG_CAP, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
 use crate::construction::read_values;
-use crate::error::{write_error, MiloError, Result};
+use crate::error::{quoted, write_error, MiloError, Result};
 use crate::exact::rational::{decimal_string, from_f64, to_f64, SCORE_DIGITS};
 use crate::problems::{by_slug, Direction};
 use crate::search::evolve::BEST_FILE;
@@ -325,7 +325,7 @@ pub fn read_settings(dir: &Path) -> Result<CampaignSettings> {
     let bytes = read_bytes_capped(&path, CONFIG_CAP, "campaign settings")?;
     serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
         path,
-        message: format!("not a campaign's settings: {e}"),
+        message: format!("not a campaign's settings: {}", quoted(&e.to_string())),
     })
 }
 

@@ -1,7 +1,8 @@
 //! Errors and the exit codes they map to.
 //!
 //! Every message is one line naming the rule and, where there is one, the first offending index
-//! and value (or the file, the flag and its value). The exit codes tell the kinds apart:
+//! and value (or the file, the flag and its value). Input text a message quotes is cut to a few
+//! hundred bytes ([`quoted`]), and the printed line to [`LINE_BYTES`]. The exit codes tell the kinds apart:
 //!
 //! | code | meaning |
 //! |------|---------|
@@ -196,6 +197,7 @@ impl MiloError {
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join("; ");
+        let what = quoted(&what);
         let message = match error.span() {
             Some(span) => {
                 // An error at the end of the text is placed on its last line, as `toml` does.
@@ -248,5 +250,89 @@ pub fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> MiloError + '_
     }
 }
 
+/// Bytes of input text an error message quotes (see [`quoted`]).
+pub const QUOTE_BYTES: usize = 400;
+
+/// Bytes of an error line as printed: the safety net under [`quoted`] for text no quote site
+/// cut (see [`clipped`]).
+pub const LINE_BYTES: usize = 1000;
+
+/// Input text (a value, a name, a parser's message quoting the input) as an error message quotes
+/// it: [`clipped`] to [`QUOTE_BYTES`].
+pub fn quoted(text: &str) -> String {
+    clipped(text, QUOTE_BYTES)
+}
+
+/// `text` on one line (control characters escaped: a newline reads `\n`) and within `cap` bytes:
+/// a longer text keeps its head and its tail, about `cap / 2` bytes each, cut at character
+/// boundaries and joined by `…` (the tail of a parser's message says what was expected, and
+/// where).
+pub fn clipped(text: &str, cap: usize) -> String {
+    if past(text.char_indices(), cap).is_none() {
+        return shown(text);
+    }
+    let half = cap / 2;
+    let head = past(text.char_indices(), half).map_or(0, |(at, _)| at);
+    let tail =
+        past(text.char_indices().rev(), half).map_or(text.len(), |(at, c)| at + c.len_utf8());
+    format!("{}…{}", shown(&text[..head]), shown(&text[tail..]))
+}
+
+/// The first of `chars` (with its byte index) at which their [`shown`] text passes `cap` bytes.
+fn past(mut chars: impl Iterator<Item = (usize, char)>, cap: usize) -> Option<(usize, char)> {
+    let mut width = 0;
+    chars.find(|&(_, c)| {
+        width += shown_width(c);
+        width > cap
+    })
+}
+
+/// `text` with its control characters escaped.
+fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The bytes `c` takes in [`shown`] text.
+fn shown_width(c: char) -> usize {
+    if c.is_control() {
+        c.escape_default().len()
+    } else {
+        c.len_utf8()
+    }
+}
+
 /// Result type of the crate's fallible operations.
 pub type Result<T> = std::result::Result<T, MiloError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quote_keeps_head_and_tail_within_its_bytes_on_one_line() {
+        assert_eq!(quoted("two\nlines"), "two\\nlines");
+        let fits = "a".repeat(QUOTE_BYTES);
+        assert_eq!(quoted(&fits), fits);
+        // Two, three and four bytes a character, cut at boundaries within half the bytes a side.
+        let half = QUOTE_BYTES / 2;
+        let long = format!("{}\n{}", "é".repeat(1000), "ß".repeat(1000));
+        let kept = |c: &str, n: usize| format!("{}…{}", c.repeat(n), c.repeat(n));
+        assert_eq!(
+            quoted(&long),
+            format!("{}…{}", "é".repeat(half / 2), "ß".repeat(half / 2))
+        );
+        assert_eq!(quoted(&"あ".repeat(1000)), kept("あ", half / 3));
+        assert_eq!(quoted(&"😀".repeat(1000)), kept("😀", half / 4));
+        // A control character counts as its escape (`\u{1}`, 5 bytes).
+        assert_eq!(quoted(&"\u{1}".repeat(1000)), kept("\\u{1}", half / 5));
+        assert!(clipped(&"x".repeat(30 << 20), LINE_BYTES).len() <= LINE_BYTES + '…'.len_utf8());
+    }
+}

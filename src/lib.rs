@@ -37,7 +37,12 @@
 //! - [`bench`](mod@bench): benchmarks of search strategies (results, verdicts, ladder);
 //! - [`campaign`]: from a live leaderboard to a verified submission (pull, freeze, search, offer);
 //! - [`report`]: HTML reports with figures of a search run, a campaign or a benchmark;
-//! - [`cli`]: the `milo` command line.
+//! - [`cli`]: the `milo` command line;
+//! - [`say`]: lines on standard error that never panic (a full standard error drops them).
+
+// First, so that its `say!` is in scope in every module below.
+#[macro_use]
+pub mod say;
 
 pub mod agent;
 pub mod arena;

@@ -10,7 +10,7 @@
 
 use crate::atomic_file::open_regular;
 use crate::bounded_read::{past_cap, RECORD_LINE_CAP};
-use crate::error::{read_error, write_error, MiloError, Result};
+use crate::error::{quoted, read_error, write_error, MiloError, Result};
 use crate::secrets;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -135,22 +135,10 @@ fn each_record<T: DeserializeOwned>(
                 keep(record);
                 good += read as u64;
             }
-            Err(e) => pending_error = Some(format!("line {number}: {}", excerpt(&e.to_string()))),
+            Err(e) => pending_error = Some(format!("line {number}: {}", quoted(&e.to_string()))),
         }
     }
     Ok(good)
-}
-
-/// Characters of a parse error quoted in a message (serde quotes a whole string of the wrong
-/// type, which may be most of a line of 64 MiB).
-const ERROR_CHARS: usize = 300;
-
-/// `message` cut to [`ERROR_CHARS`] characters, `…` marking a cut.
-fn excerpt(message: &str) -> String {
-    match message.char_indices().nth(ERROR_CHARS) {
-        Some((at, _)) => format!("{}…", &message[..at]),
-        None => message.to_string(),
-    }
 }
 
 /// Seconds since the Unix epoch, now: the timestamp records carry.

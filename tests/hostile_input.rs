@@ -4,7 +4,7 @@
 mod common;
 use common::{evolve_tiny, milo, tiny_suite, Run};
 use milo::bounded_read::{size_text, CONFIG_CAP, CONSTRUCTION_CAP};
-use milo::error::{EXIT_BUSY, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE};
+use milo::error::{EXIT_BUSY, EXIT_INPUT, EXIT_INVALID, EXIT_USAGE, EXIT_WRITE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -280,22 +280,171 @@ fn a_closed_standard_output_ends_quietly() {
     }
 }
 
+/// `/dev/full` opened for writing (every write to it fails with "no space left"), or `None`
+/// after a note where the system has none.
+fn dev_full(test: &str) -> Option<std::fs::File> {
+    match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        Ok(file) => Some(file),
+        Err(e) => {
+            println!("SKIP {test}: /dev/full cannot be opened ({e})");
+            None
+        }
+    }
+}
+
+/// Runs `milo args` with standard output and standard error on `stdout` and `stderr`.
+fn milo_on(args: &[&str], stdout: Stdio, stderr: Stdio) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_milo"))
+        .args(args)
+        .stdout(stdout)
+        .stderr(stderr)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Writes a construction of the first problem that breaks its rules (a negative value) and
+/// returns its path as text.
+fn invalid_start(dir: &Path) -> String {
+    let path = dir.join("invalid.json");
+    std::fs::write(&path, "[1, -1, 0.5]").unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 #[test]
 fn a_full_standard_output_is_a_write_error() {
+    let Some(full) = dev_full("a_full_standard_output_is_a_write_error") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let start = small_start(dir.path());
-    for args in [vec!["problems"], vec!["verify", FIRST, start.as_str()]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_milo"))
-            .args(&args)
-            .stdout(std::fs::File::create("/dev/full").unwrap())
-            .output()
-            .unwrap();
-        let run = Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::new(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
+    let invalid = invalid_start(dir.path());
+    for args in [
+        vec!["problems"],
+        vec!["verify", FIRST, start.as_str()],
+        vec!["verify", FIRST, invalid.as_str()],
+    ] {
+        let run = milo_on(&args, full.try_clone().unwrap().into(), Stdio::piped());
         expect_failure(&run, EXIT_WRITE, &["cannot write standard output"]);
+        // With standard error full as well, the error is dropped; the exit code stands.
+        let run = milo_on(
+            &args,
+            full.try_clone().unwrap().into(),
+            full.try_clone().unwrap().into(),
+        );
+        assert_eq!(run.code, EXIT_WRITE, "{args:?}");
+    }
+}
+
+#[test]
+fn an_unwritable_standard_error_drops_the_messages_not_the_work() {
+    let Some(full) = dev_full("an_unwritable_standard_error_drops_the_messages_not_the_work")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let start = common::root()
+        .join("constructions/third-autocorrelation-inequality/capped-arcsine-400.json");
+    let out = dir.path().join("o.json");
+    let args = [
+        "optimize",
+        "third-autocorrelation-inequality",
+        "--start",
+        start.to_str().unwrap(),
+        "--evaluations",
+        "60",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = milo_on(&args, Stdio::piped(), full.try_clone().unwrap().into());
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("wrote"), "{}", run.stdout);
+    let check = milo(&[
+        "verify",
+        "third-autocorrelation-inequality",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    let invalid = invalid_start(dir.path());
+    let run = milo_on(
+        &["verify", FIRST, &invalid],
+        Stdio::piped(),
+        full.try_clone().unwrap().into(),
+    );
+    assert_eq!(run.code, EXIT_INVALID, "{}", run.stdout);
+    assert!(run.stdout.starts_with("INVALID"), "{}", run.stdout);
+    let missing = dir.path().join("missing.json");
+    let run = milo_on(
+        &["verify", FIRST, missing.to_str().unwrap()],
+        Stdio::piped(),
+        full.into(),
+    );
+    assert_eq!(run.code, EXIT_INPUT);
+}
+
+#[test]
+fn an_error_quotes_a_few_hundred_bytes_of_a_hostile_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = |fill: &str, mib: usize| fill.repeat((mib << 20) / fill.len());
+    // serde quotes a string of the wrong type whole (`invalid type: string "…"`).
+    let bench = dir.path().join("bench");
+    std::fs::create_dir(&bench).unwrap();
+    std::fs::write(
+        bench.join("results.json"),
+        format!(
+            r#"{{"problem": "p", "direction": "minimize", "cpu_seconds": "{}"}}"#,
+            huge("y", 30)
+        ),
+    )
+    .unwrap();
+    let construction = dir.path().join("values.json");
+    std::fs::write(
+        &construction,
+        format!(r#"{{"values": "{}"}}"#, huge("é\\n", 8)),
+    )
+    .unwrap();
+    // The toml crate quotes an unknown step kind whole, on several lines.
+    let program = dir.path().join("program.toml");
+    std::fs::write(
+        &program,
+        format!(
+            "name = \"q\"\n[[steps]]\nkind = \"\"\"{}\"\"\"\n",
+            huge("k\n", 1)
+        ),
+    )
+    .unwrap();
+    let start = small_start(dir.path());
+    for (args, needle) in [
+        (vec!["report", bench.to_str().unwrap()], "results.json"),
+        (
+            vec!["verify", FIRST, construction.to_str().unwrap()],
+            "values.json",
+        ),
+        (
+            vec![
+                "optimize",
+                FIRST,
+                "--start",
+                &start,
+                "--program",
+                program.to_str().unwrap(),
+                "--out",
+                dir.path().join("out.json").to_str().unwrap(),
+            ],
+            "program.toml",
+        ),
+    ] {
+        let run = milo(&args);
+        assert!(
+            run.stderr.len() < 2048,
+            "{args:?}: {} bytes",
+            run.stderr.len()
+        );
+        expect_failure(&run, EXIT_INPUT, &[needle, "…"]);
     }
 }
 

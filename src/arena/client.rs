@@ -16,7 +16,7 @@
 
 use crate::cancel::CancelToken;
 use crate::construction::{parse_values, ParseError};
-use crate::error::{MiloError, Result};
+use crate::error::{quoted, MiloError, Result};
 use crate::problems::Direction;
 use crate::secrets;
 use serde::de::DeserializeOwned;
@@ -795,12 +795,19 @@ pub(super) fn parse_json<T: DeserializeOwned>(
         let at = if path == "." {
             String::new()
         } else {
-            format!(" at {path}")
+            format!(" at {}", quoted(&path))
         };
-        format!("malformed response{at}: {}; expected {expected}", e.inner())
+        format!(
+            "malformed response{at}: {}; expected {expected}",
+            quoted(&e.inner().to_string())
+        )
     })?;
-    de.end()
-        .map_err(|e| format!("malformed response: {e} after the JSON; expected {expected}"))?;
+    de.end().map_err(|e| {
+        format!(
+            "malformed response: {} after the JSON; expected {expected}",
+            quoted(&e.to_string())
+        )
+    })?;
     Ok(value)
 }
 

@@ -433,7 +433,7 @@ fn patiently<T, E: From<MiloError>>(
                 patience.max_wait.as_secs()
             ))));
         }
-        eprintln!(
+        say!(
             "milo: rate-limited; waiting {} s as the server asks",
             wait.as_secs_f64().ceil()
         );

@@ -581,13 +581,14 @@ fn report_flags(summary: &PullSummary) {
     for entry in &summary.entries {
         let p = &entry.provenance;
         if let Some(violation) = &p.violation {
-            eprintln!(
+            say!(
                 "milo: rank {} ({}) is invalid, saved for inspection: {violation}",
-                p.rank, p.file
+                p.rank,
+                p.file
             );
         }
         if p.flags.contains(&Flag::ScoreMismatch) {
-            eprintln!(
+            say!(
                 "milo: rank {} ({}): arena score {:?} differs from our exact score {} by {} relative (tolerance {RELATIVE_TOLERANCE:e})",
                 p.rank,
                 p.file,
@@ -600,9 +601,11 @@ fn report_flags(summary: &PullSummary) {
     }
     let c = summary.counts;
     if c.invalid + c.score_mismatch > 0 {
-        eprintln!(
+        say!(
             "milo: flagged: {} invalid, {} score mismatch, of {} entries",
-            c.invalid, c.score_mismatch, c.entries
+            c.invalid,
+            c.score_mismatch,
+            c.entries
         );
     }
 }

@@ -123,7 +123,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let results = bench.run(args.jobs, &cancel, &mut display)?;
     drop(display);
     let Some(results) = results else {
-        eprintln!(
+        say!(
             "milo: interrupted; resume with: milo bench --resume {}",
             bench.dir().display()
         );

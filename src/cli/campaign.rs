@@ -168,7 +168,7 @@ pub fn run(args: &CampaignArgs) -> Result<i32> {
             campaign.dir().display()
         ),
     };
-    eprintln!(
+    say!(
         "milo campaign: {}, but its best was not submitted (exit {EXIT_SUBMISSION_FAILED}): \
          {}{what_to_run}",
         ended(interrupt.is_cancelled()),
@@ -311,7 +311,7 @@ impl SearchObserver for CampaignObserver<'_> {
         let offer = self.campaign.offer(self.cancel);
         let _ = self.status.suspend(|| report_offer(&offer));
         if let Err(e) = &offer {
-            eprintln!(
+            say!(
                 "milo campaign: offering the best to the arena failed: {}",
                 crate::secrets::scrub(&e.to_string())
             );

@@ -3,6 +3,8 @@
 //! Commands print through [`out!`] (and [`json_line`]): a failed write to standard output is an
 //! error, not a panic. A closed pipe (`milo problems | head -1`) ends the command quietly with
 //! exit 0; any other failure (`> /dev/full`) is reported as `cannot write standard output` (exit 7).
+//! Standard error is written through `say!` (see [`crate::say`]): a line it cannot take
+//! (`2>/dev/full`) is dropped, and the work and the exit code stand.
 
 /// Prints one line on standard output like `println!`, returning a [`crate::error::Result`]
 /// instead of panicking when standard output is closed or full.
@@ -17,7 +19,7 @@ macro_rules! out {
 macro_rules! note {
     ($($arg:tt)*) => {
         if !$crate::cli::is_quiet() {
-            eprintln!($($arg)*);
+            say!($($arg)*);
         }
     };
 }
@@ -260,10 +262,16 @@ fn is_closed_stdout(err: &MiloError) -> bool {
         if path == Path::new(STDOUT) && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Prints an error on one line of standard error (scrubbed of the secrets in use) and returns its
-/// exit code.
+/// Prints an error on one line of standard error (scrubbed of the secrets in use, then
+/// [`clipped`](crate::error::clipped) to [`LINE_BYTES`](crate::error::LINE_BYTES), whatever
+/// input it quotes) and returns its exit code; a standard error that cannot take it drops it.
 fn report(err: &MiloError) -> i32 {
-    eprintln!("milo: {}", crate::secrets::scrub(&err.to_string()));
+    let message = err.to_string();
+    let message = crate::secrets::scrub(&message);
+    say!(
+        "milo: {}",
+        crate::error::clipped(&message, crate::error::LINE_BYTES)
+    );
     err.exit_code()
 }
 

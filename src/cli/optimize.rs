@@ -192,7 +192,7 @@ impl RunFiles {
         let running = self.segment_record(None, None);
         let trace = self.base.with_segment(running, &self.segment);
         if let Err(e) = self.write(&best, &trace) {
-            eprintln!("milo: could not save the best so far: {e}");
+            say!("milo: could not save the best so far: {e}");
         }
         self.written_at = Some(Instant::now());
     }

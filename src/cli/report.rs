@@ -45,10 +45,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 index.display()
             );
         }
-        Watched::Written(index) => eprintln!("milo report: rewrote {}", index.display()),
-        Watched::Failed(err) => eprintln!("milo report: the page was not rewritten: {err}"),
+        Watched::Written(index) => say!("milo report: rewrote {}", index.display()),
+        Watched::Failed(err) => say!("milo report: the page was not rewritten: {err}"),
     })?;
     printed?;
-    eprintln!("milo report: stopped watching");
+    say!("milo report: stopped watching");
     Ok(EXIT_OK)
 }

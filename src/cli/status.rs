@@ -125,7 +125,7 @@ impl StatusLine {
                     match &bar {
                         Some(bar) => draw(bar, line),
                         None if !line.1.is_empty() => {
-                            eprintln!("{name} [{}] {}", clock(started.elapsed()), plain(line))
+                            say!("{name} [{}] {}", clock(started.elapsed()), plain(line))
                         }
                         None => {}
                     }
@@ -166,7 +166,7 @@ impl StatusLine {
         match &self.bar {
             Some(bar) => bar.println(line),
             None if self.hidden => {}
-            None => eprintln!("{line}"),
+            None => say!("{line}"),
         }
     }
 

@@ -197,7 +197,7 @@ fn invalid(args: &VerifyArgs, violation: &Violation) -> Result<i32> {
     } else {
         out!("INVALID {}", args.file.display())?;
     }
-    eprintln!("milo: invalid construction: {violation}");
+    say!("milo: invalid construction: {violation}");
     Ok(EXIT_INVALID)
 }
 

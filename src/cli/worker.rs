@@ -75,7 +75,7 @@ pub fn run(args: &WorkerArgs) -> Result<i32> {
         };
         let holder = holder_name();
         let evaluated = run_pilot(batch, &holder, pace)?;
-        println!("pilot {holder} evaluated {evaluated} tasks");
+        out!("pilot {holder} evaluated {evaluated} tasks")?;
         return Ok(EXIT_OK);
     }
     let (Some(task), Some(result)) = (&args.task, &args.result) else {

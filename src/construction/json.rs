@@ -11,7 +11,7 @@
 
 use super::{ParseError, FILE_RULES};
 use crate::bounded_read::MOST_VALUES;
-use crate::error::Violation;
+use crate::error::{quoted, Violation};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -184,7 +184,7 @@ fn classify(text: &str, err: &serde_json::Error, index: Option<usize>) -> ParseE
             });
         }
     }
-    ParseError::Malformed(format!("malformed JSON: {message}"))
+    ParseError::Malformed(format!("malformed JSON: {}", quoted(&message)))
 }
 
 /// The token starting at a serde_json error position (1-based line and column; serde points at or
