@@ -4,7 +4,7 @@ use super::headings;
 use super::json_line;
 use super::status::{eta, Gauge, GaugeFn, StatusLine};
 use super::verdict::{against, against_arena_first};
-use crate::construction::{read_values, write_values};
+use crate::construction::{read_record_values, read_values, write_values};
 use crate::dir_lock::DirLock;
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
@@ -455,10 +455,11 @@ fn check_budgets(args: &OptimizeArgs, jobs: usize) -> Result<()> {
 /// The construction a resumed run starts from: the best its --out holds, or, when the run was
 /// stopped before it saved one, its own start (which must still be the same construction).
 fn resume_start(problem: &dyn Problem, out: &Path, header: &RunHeader) -> Result<Vec<f64>> {
-    if let Ok(best) = read_values(out) {
-        if problem.check(&best).is_ok() {
-            return Ok(best);
-        }
+    match read_record_values(out) {
+        Ok(best) if problem.check(&best).is_ok() => return Ok(best),
+        // The run's own file: a link, a FIFO or a device there is refused at once, never read.
+        Err(refused @ MiloError::Usage(_)) => return Err(refused),
+        _ => {}
     }
     let start = read_values(&header.start).map_err(|e| {
         MiloError::Usage(format!(
