@@ -64,23 +64,31 @@ pub fn check_replaceable(path: &Path) -> Result<()> {
     }
 }
 
-/// Opens `path` with `options` (reading, or appending to a record file), refusing anything but a
-/// regular file with a usage error naming it: a symbolic link is not followed and a FIFO does not
-/// block the open (`O_NOFOLLOW | O_NONBLOCK`), and what was opened is checked. Any other failure
+/// Opens `path` (a `what`: "lock file", "ledger"…) with `options` (reading, locking, or appending
+/// to a record file), refusing anything but a regular file with a one-line usage error naming it
+/// and what it is, at once: a name that holds something else is not opened, a symbolic link is
+/// not followed and a FIFO does not block the open (`O_NOFOLLOW | O_NONBLOCK`), and what was
+/// opened is checked again. Nothing behind a refused name is read or written. Any other failure
 /// goes through `on_error`.
 pub fn open_regular(
     path: &Path,
+    what: &str,
     options: &mut std::fs::OpenOptions,
     on_error: impl FnOnce(std::io::Error) -> MiloError,
 ) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let refused = |what: &str| {
+    let refused = |kind: &str| {
         MiloError::Usage(format!(
-            "{}: milo reads and appends records only in regular files, and this is {what}; \
-             choose another path",
+            "{}: {what} must be a regular file, and this is {kind}",
             path.display()
         ))
     };
+    // A device is not even opened (opening some has effects of its own).
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_file() {
+            return Err(refused(kind_of(meta.file_type())));
+        }
+    }
     let file = match options
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)
@@ -93,7 +101,8 @@ pub fn open_regular(
         Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => return Err(refused("a FIFO")),
         Err(e) => return Err(on_error(e)),
     };
-    let meta = file.metadata().map_err(write_error(path))?;
+    // What was opened may differ from what was looked at.
+    let meta = file.metadata().map_err(on_error)?;
     if !meta.is_file() {
         return Err(refused(kind_of(meta.file_type())));
     }

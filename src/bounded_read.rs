@@ -100,6 +100,11 @@ const FIRST_CHUNK: usize = 64 * 1024;
 /// saying "`what` is past its size cap of …".
 pub fn read_bytes_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(read_error(path))?;
+    read_file_capped(file, path, cap, what)
+}
+
+/// [`read_bytes_capped`] of `file`, already open (`path` names it in errors).
+fn read_file_capped(file: std::fs::File, path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     let length_hint = file.metadata().map_or(0, |m| m.len());
     refuse_past_cap_by_length(&file, path, what, cap)?;
     let bytes = read_at_most(file, cap.saturating_add(1), length_hint).map_err(read_error(path))?;
@@ -130,39 +135,19 @@ fn refuse_past_cap_by_length(
     }
 }
 
-/// The bytes of `path`, which must be a regular file, at most `cap` of them (else as
-/// [`read_bytes_capped`]). It is opened without following a symbolic link and without blocking
-/// (`O_NOFOLLOW | O_NONBLOCK`), then checked on the open file: a FIFO, device, socket, directory
-/// or link there is a [`MiloError::Malformed`] naming what it is, never a read that hangs.
+/// `path` opened to read, which must be a regular file (a `what` milo wrote and reads back): a
+/// symbolic link, FIFO, device, socket or directory there is refused at once with a one-line
+/// usage error naming it and what it is, never followed, opened or blocked on
+/// ([`crate::atomic_file::open_regular`]).
+fn open_regular_to_read(path: &Path, what: &str) -> Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    crate::atomic_file::open_regular(path, what, options.read(true), read_error(path))
+}
+
+/// The bytes of `path`, which must be a regular file ([`open_regular_to_read`]), at most `cap`
+/// of them (else as [`read_bytes_capped`]).
 pub fn read_regular_file_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let not_regular = |file_type| MiloError::Malformed {
-        path: path.to_path_buf(),
-        message: format!(
-            "{what} must be a regular file, and this is {}",
-            crate::atomic_file::kind_of(file_type)
-        ),
-    };
-    let meta = std::fs::symlink_metadata(path).map_err(read_error(path))?;
-    if !meta.is_file() {
-        return Err(not_regular(meta.file_type()));
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .map_err(read_error(path))?;
-    // What was opened may differ from what was looked at.
-    let meta = file.metadata().map_err(read_error(path))?;
-    if !meta.is_file() {
-        return Err(not_regular(meta.file_type()));
-    }
-    refuse_past_cap_by_length(&file, path, what, cap)?;
-    let bytes = read_at_most(file, cap.saturating_add(1), meta.len()).map_err(read_error(path))?;
-    if bytes.len() as u64 > cap {
-        return Err(past_cap(path, what, cap));
-    }
-    Ok(bytes)
+    read_file_capped(open_regular_to_read(path, what)?, path, cap, what)
 }
 
 /// The bytes of standard input, at most `cap` of them; more is a [`MiloError::Malformed`] on
@@ -180,7 +165,18 @@ pub fn read_stdin_capped(cap: u64, what: &str) -> Result<Vec<u8>> {
 /// The UTF-8 text of `path`, at most `cap` bytes (see [`read_bytes_capped`]); text that is not
 /// UTF-8 is a [`MiloError::Malformed`] naming the first bad byte.
 pub fn read_text_capped(path: &Path, cap: u64, what: &str) -> Result<String> {
-    let bytes = read_bytes_capped(path, cap, what)?;
+    utf8_text(path, read_bytes_capped(path, cap, what)?, what)
+}
+
+/// The UTF-8 text of `path`, which must be a regular file ([`open_regular_to_read`]), at most
+/// `cap` bytes (else as [`read_text_capped`]).
+pub fn read_regular_text_capped(path: &Path, cap: u64, what: &str) -> Result<String> {
+    utf8_text(path, read_regular_file_capped(path, cap, what)?, what)
+}
+
+/// `bytes` (read from `path`, a `what`) as text, or the error naming its first byte that is not
+/// UTF-8.
+fn utf8_text(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String> {
     String::from_utf8(bytes).map_err(|e| MiloError::Malformed {
         path: path.to_path_buf(),
         message: format!(
@@ -212,8 +208,24 @@ pub const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 /// the compressed bytes are never held whole, so a refused file costs about what it unpacked
 /// before the refusal (errors as [`read_bytes_capped`] and [`gunzip_capped`]).
 pub fn read_maybe_gzipped_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
-    use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(read_error(path))?;
+    read_maybe_gzipped_file(file, path, cap, what)
+}
+
+/// [`read_maybe_gzipped_capped`] of `path`, which must be a regular file
+/// ([`open_regular_to_read`]).
+pub fn read_regular_maybe_gzipped_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
+    read_maybe_gzipped_file(open_regular_to_read(path, what)?, path, cap, what)
+}
+
+/// [`read_maybe_gzipped_capped`] of `file`, already open (`path` names it in errors).
+fn read_maybe_gzipped_file(
+    file: std::fs::File,
+    path: &Path,
+    cap: u64,
+    what: &str,
+) -> Result<Vec<u8>> {
+    use std::io::BufRead;
     let length_hint = file.metadata().map_or(0, |m| m.len());
     refuse_past_cap_by_length(&file, path, what, cap)?;
     let mut reader = std::io::BufReader::new(file.take(cap.saturating_add(1)));
@@ -264,14 +276,15 @@ fn finish_gunzip(
 /// parsed value held when it was refused. A regular file longer than `caps.bytes` is refused
 /// before a byte is read; a file past any cap while it is read, or not JSON of the expected
 /// shape, is a [`MiloError::Malformed`] (exit 6) naming the cap and the size, or saying "not a
-/// readable `what`" with the line and column.
+/// readable `what`" with the line and column. Every JSON file read by name is one milo wrote (a
+/// trace, a benchmark's or a campaign's records, a spool's tasks), so `path` must be a regular
+/// file ([`open_regular_to_read`]).
 pub fn read_json_capped<T: serde::de::DeserializeOwned>(
     path: &Path,
     caps: JsonCaps,
     what: &str,
 ) -> Result<T> {
-    let file = std::fs::File::open(path).map_err(read_error(path))?;
-    read_json_file_capped(file, path, caps, what)
+    read_json_file_capped(open_regular_to_read(path, what)?, path, caps, what)
 }
 
 /// [`read_json_capped`] of `file`, already open (`path` names it in errors).
@@ -663,7 +676,9 @@ mod tests {
         let long = format!("[\"{}\"]", "x".repeat(1_000));
         let err = read(&long).unwrap_err().to_string();
         assert!(err.contains("(1004 bytes)"), "{err}");
-        let err = read_json_capped::<serde_json::Value>(Path::new("/dev/zero"), caps, "record")
+        let zero = Path::new("/dev/zero");
+        let device = std::fs::File::open(zero).unwrap();
+        let err = read_json_file_capped::<serde_json::Value>(device, zero, caps, "record")
             .unwrap_err()
             .to_string();
         assert!(
@@ -672,6 +687,55 @@ mod tests {
         );
         let err = read("[1, 2").unwrap_err().to_string();
         assert!(err.contains("not a readable record: EOF"), "{err}");
+    }
+
+    #[test]
+    fn regular_only_readers_refuse_links_fifos_and_devices_at_once_naming_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = file_of(dir.path(), "real.json", b"[1, 2]");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let fifo = dir.path().join("fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        type Reader = fn(&Path) -> Result<()>;
+        let readers: [(&str, Reader); 4] = [
+            ("bytes", |p| {
+                read_regular_file_capped(p, 100, "record").map(drop)
+            }),
+            ("text", |p| {
+                read_regular_text_capped(p, 100, "record").map(drop)
+            }),
+            ("gzip", |p| {
+                read_regular_maybe_gzipped_capped(p, 100, "record").map(drop)
+            }),
+            ("json", |p| {
+                read_json_capped::<serde_json::Value>(p, SETTINGS_JSON, "record").map(drop)
+            }),
+        ];
+        for (name, read) in readers {
+            read(&real).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for (path, kind) in [
+                (link.as_path(), "a symbolic link"),
+                (fifo.as_path(), "a FIFO"),
+                (Path::new("/dev/zero"), "a character device"),
+                (dir.path(), "a directory"),
+            ] {
+                // A FIFO without a writer would block a plain open: run where a hang fails.
+                let (sent, got) = std::sync::mpsc::channel();
+                let path = path.to_path_buf();
+                std::thread::spawn(move || sent.send(read(&path)));
+                let err = got
+                    .recv_timeout(std::time::Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("{name} blocked on {kind}"))
+                    .unwrap_err();
+                assert_eq!(err.exit_code(), crate::error::EXIT_USAGE, "{name}: {err}");
+                let message = err.to_string();
+                assert!(
+                    message.contains("record must be a regular file") && message.contains(kind),
+                    "{name}: {message}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -22,9 +22,9 @@ use crate::arena::rules::Verdict;
 use crate::arena::send::Submitted;
 use crate::arena::submit::{check, send, Checked, Overrides, Patience};
 use crate::arena::{ApiKey, ArenaClient};
-use crate::bounded_read::{read_bytes_capped, CONFIG_CAP, CONSTRUCTION_CAP};
+use crate::bounded_read::{read_regular_file_capped, CONFIG_CAP, CONSTRUCTION_CAP};
 use crate::cancel::CancelToken;
-use crate::construction::read_values;
+use crate::construction::read_record_values;
 use crate::error::{quoted, write_error, MiloError, Result};
 use crate::exact::rational::{decimal_string, from_f64, to_f64, SCORE_DIGITS};
 use crate::problems::{by_slug, Direction};
@@ -248,7 +248,7 @@ impl Campaign {
         }
         let problem = by_slug(&self.settings.slug)?;
         let spec = problem.spec();
-        let exact = problem.score_exact(&read_values(&best)?);
+        let exact = problem.score_exact(&read_record_values(&best)?);
         let better = |a: &BigRational, b: &BigRational| spec.direction.better(a, b);
         if self.offered.as_ref().is_some_and(|o| !better(&exact, o)) {
             return Ok(Offer::NotYet);
@@ -266,7 +266,7 @@ impl Campaign {
         let copy = self.dir.join("submissions");
         std::fs::create_dir_all(&copy).map_err(write_error(&copy))?;
         let file = copy.join(format!("{}.json", decimal_string(&exact, SCORE_DIGITS)));
-        let bytes = read_bytes_capped(&best, CONSTRUCTION_CAP, "construction")?;
+        let bytes = read_regular_file_capped(&best, CONSTRUCTION_CAP, "construction")?;
         crate::atomic_file::write(&file, &bytes)?;
         let checked = check(
             &client,
@@ -322,7 +322,7 @@ impl Campaign {
 /// The settings of the campaign in `dir`.
 pub fn read_settings(dir: &Path) -> Result<CampaignSettings> {
     let path = dir.join(CAMPAIGN_FILE);
-    let bytes = read_bytes_capped(&path, CONFIG_CAP, "campaign settings")?;
+    let bytes = read_regular_file_capped(&path, CONFIG_CAP, "campaign settings")?;
     serde_json::from_slice(&bytes).map_err(|e| MiloError::Malformed {
         path,
         message: format!("not a campaign's settings: {}", quoted(&e.to_string())),

@@ -2,8 +2,10 @@
 //! lineage or a benchmark. The lock is an operating-system lock on `DIR/milo.lock` (released when
 //! the process ends, however it ends), and the file holds the holder's PID so that a second
 //! process can name it. The PID is written in place: the lock belongs to the file, which must
-//! therefore never be replaced.
+//! therefore never be replaced, and only a regular file is one: a link or a FIFO there is
+//! refused, never followed or written through.
 
+use crate::atomic_file::open_regular;
 use crate::error::{write_error, MiloError, Result};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
@@ -27,15 +29,20 @@ impl DirLock {
     }
 
     /// Locks the lock file `path` itself (created if missing; its folder must exist): for a
-    /// lock that guards one file of a folder rather than the folder.
+    /// lock that guards one file of a folder rather than the folder. Only a regular file is a
+    /// lock: a symbolic link, a FIFO, a device or a directory at `path` is refused with a usage
+    /// error naming it and left as it is ([`open_regular`]).
     pub fn acquire_file(path: std::path::PathBuf) -> Result<DirLock> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(write_error(&path))?;
+        let mut file = open_regular(
+            &path,
+            "lock file",
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            write_error(&path),
+        )?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -81,5 +88,32 @@ mod tests {
         );
         drop(first);
         DirLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_link_a_fifo_or_a_device_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(LOCK_FILE);
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        let refused = |kind: &str| {
+            let err = DirLock::acquire(dir.path()).unwrap_err();
+            assert_eq!(err.exit_code(), crate::error::EXIT_USAGE, "{err}");
+            let message = err.to_string();
+            assert!(
+                message.contains(LOCK_FILE) && message.contains(kind),
+                "{message}"
+            );
+        };
+        refused("a symbolic link");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        assert!(std::fs::symlink_metadata(&lock).unwrap().is_symlink());
+        std::fs::remove_file(&lock).unwrap();
+        nix::unistd::mkfifo(&lock, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        refused("a FIFO");
+        // A device is refused at its own name too (`TRACE.lock` names any path).
+        let err = DirLock::acquire_file("/dev/null".into()).unwrap_err();
+        assert!(err.to_string().contains("a character device"), "{err}");
     }
 }

@@ -44,7 +44,12 @@ impl<T: Serialize + DeserializeOwned> AppendLog<T> {
     /// ready to append.
     pub fn open(path: &Path) -> Result<(AppendLog<T>, Vec<T>)> {
         let (records, good_bytes) = read_records(path)?;
-        let file = open_regular(path, OpenOptions::new().append(true), read_error(path))?;
+        let file = open_regular(
+            path,
+            "record file",
+            OpenOptions::new().append(true),
+            read_error(path),
+        )?;
         file.set_len(good_bytes).map_err(write_error(path))?;
         file.sync_all().map_err(write_error(path))?;
         let log = AppendLog {
@@ -98,7 +103,12 @@ fn each_record<T: DeserializeOwned>(
     length: u64,
     mut keep: impl FnMut(T),
 ) -> Result<u64> {
-    let file = open_regular(path, OpenOptions::new().read(true), read_error(path))?;
+    let file = open_regular(
+        path,
+        "record file",
+        OpenOptions::new().read(true),
+        read_error(path),
+    )?;
     let mut reader = BufReader::new(file.take(length));
     let mut good = 0u64;
     let mut line = Vec::new();

@@ -964,3 +964,238 @@ fn record_files_that_are_fifos_or_links_are_refused_at_once_never_blocked_on() {
     expect_failure(&done, EXIT_USAGE, &["a symbolic link"]);
     assert!(std::fs::symlink_metadata(&lineage).unwrap().is_symlink());
 }
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// Runs milo with `args`, killed past 20 s: what went wrong with its refusal (`code`, one line
+/// naming `needles`), if anything.
+fn refusal_problem(args: &[&str], code: i32, needles: &[&str]) -> Option<String> {
+    let Some(run) = common::milo_within(args, &[], std::time::Duration::from_secs(20)) else {
+        return Some(format!("{args:?} blocked"));
+    };
+    let line = run.stderr.trim();
+    let right = run.code == code
+        && !line.contains("panicked")
+        && line.lines().count() == 1
+        && needles.iter().all(|n| line.contains(n));
+    (!right).then(|| format!("{args:?}: exit {} with '{line}'", run.code))
+}
+
+/// Runs a short optimize of the first problem recording its trace at `trace` and its best at
+/// `out`, and asserts it succeeded.
+fn traced_run(dir: &Path, trace: &Path, out: &Path) {
+    let (start, program) = (small_start(dir), quick_program(dir));
+    let run = milo(&[
+        "optimize",
+        FIRST,
+        "--start",
+        &start,
+        "--program",
+        &program,
+        "--evaluations",
+        "30",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// The arguments resuming the optimize run of `trace` for up to 1,000 evaluations in all.
+fn resume(trace: &Path) -> [&str; 5] {
+    let trace = trace.to_str().unwrap();
+    ["optimize", "--resume", trace, "--evaluations", "1000"]
+}
+
+#[test]
+fn lock_files_that_are_links_or_fifos_are_refused_and_their_targets_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let link_to_victim = |lock: &Path| {
+        let _ = std::fs::remove_file(lock);
+        std::os::unix::fs::symlink(&victim, lock).unwrap();
+    };
+    let mut problems = Vec::new();
+    // A new optimize run with --trace T locks T.lock.
+    let (start, program) = (small_start(dir.path()), quick_program(dir.path()));
+    let trace = dir.path().join("new.trace.json");
+    let trace_lock = dir.path().join("new.trace.json.lock");
+    link_to_victim(&trace_lock);
+    let out = dir.path().join("new.json");
+    let (trace_arg, out_arg) = (trace.to_str().unwrap(), out.to_str().unwrap());
+    let new_run = [
+        "optimize",
+        FIRST,
+        "--start",
+        &start,
+        "--program",
+        &program,
+        "--evaluations",
+        "30",
+        "--out",
+        out_arg,
+        "--trace",
+        trace_arg,
+    ];
+    problems.extend(refusal_problem(
+        &new_run,
+        EXIT_USAGE,
+        &["new.trace.json.lock", "a symbolic link"],
+    ));
+    // A resumed one, on the same lock.
+    let trace = dir.path().join("run.trace.json");
+    let trace_lock = dir.path().join("run.trace.json.lock");
+    traced_run(dir.path(), &trace, &dir.path().join("run.json"));
+    let resume = resume(&trace);
+    link_to_victim(&trace_lock);
+    problems.extend(refusal_problem(
+        &resume,
+        EXIT_USAGE,
+        &["run.trace.json.lock", "a symbolic link"],
+    ));
+    std::fs::remove_file(&trace_lock).unwrap();
+    mkfifo(&trace_lock);
+    problems.extend(refusal_problem(
+        &resume,
+        EXIT_USAGE,
+        &["run.trace.json.lock", "a FIFO"],
+    ));
+    // A run directory's and a benchmark directory's milo.lock.
+    let run_dir = dir.path().join("run");
+    evolve_tiny(dir.path(), &run_dir, &["--rounds", "1", "-q"]);
+    link_to_victim(&run_dir.join("milo.lock"));
+    let run = run_dir.to_str().unwrap();
+    problems.extend(refusal_problem(
+        &["evolve", "--resume", run, "--rounds", "2"],
+        EXIT_USAGE,
+        &["milo.lock", "a symbolic link"],
+    ));
+    let bench = dir.path().join("bench");
+    let suite = tiny_suite(dir.path());
+    let made = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        "best-of-n",
+        "--budget",
+        "0.05",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--out",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    link_to_victim(&bench.join("milo.lock"));
+    problems.extend(refusal_problem(
+        &["bench", "--resume", bench.to_str().unwrap()],
+        EXIT_USAGE,
+        &["milo.lock", "a symbolic link"],
+    ));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn files_of_traces_runs_and_benchmarks_that_are_fifos_or_links_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    // A trace: a FIFO, a link to a real one, and a real one whose --out became a FIFO.
+    let fifo = dir.path().join("fifo.trace.json");
+    mkfifo(&fifo);
+    problems.extend(refusal_problem(
+        &resume(&fifo),
+        EXIT_USAGE,
+        &["fifo.trace.json", "a FIFO"],
+    ));
+    let (trace, out) = (dir.path().join("t.trace.json"), dir.path().join("t.json"));
+    traced_run(dir.path(), &trace, &out);
+    let link = dir.path().join("link.trace.json");
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    problems.extend(refusal_problem(
+        &resume(&link),
+        EXIT_USAGE,
+        &["link.trace.json", "a symbolic link"],
+    ));
+    std::fs::remove_file(&out).unwrap();
+    mkfifo(&out);
+    problems.extend(refusal_problem(
+        &resume(&trace),
+        EXIT_USAGE,
+        &["t.json", "a FIFO"],
+    ));
+    // A run directory's best.json and a stored harness (read under the run's lock).
+    let run_dir = dir.path().join("run");
+    evolve_tiny(dir.path(), &run_dir, &["--rounds", "1", "-q"]);
+    let run = run_dir.to_str().unwrap();
+    let evolve = ["evolve", "--resume", run, "--rounds", "2"];
+    let best = run_dir.join("best.json");
+    let kept = dir.path().join("kept.json");
+    std::fs::rename(&best, &kept).unwrap();
+    mkfifo(&best);
+    problems.extend(refusal_problem(
+        &evolve,
+        EXIT_USAGE,
+        &["best.json", "a FIFO"],
+    ));
+    let report_out = dir.path().join("report");
+    let report_out = report_out.to_str().unwrap();
+    problems.extend(refusal_problem(
+        &["report", run, "--out", report_out],
+        EXIT_USAGE,
+        &["best.json", "a FIFO"],
+    ));
+    std::fs::remove_file(&best).unwrap();
+    std::fs::rename(&kept, &best).unwrap();
+    let harness = std::fs::read_dir(run_dir.join("harnesses"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(&harness).unwrap();
+    mkfifo(&harness);
+    problems.extend(refusal_problem(&evolve, EXIT_USAGE, &[".toml", "a FIFO"]));
+    // A benchmark directory's settings and results.
+    let bench = dir.path().join("bench");
+    let suite = tiny_suite(dir.path());
+    let made = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        "best-of-n",
+        "--budget",
+        "0.05",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--out",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let results = bench.join("results.json");
+    let elsewhere = dir.path().join("results.json");
+    std::fs::rename(&results, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &results).unwrap();
+    problems.extend(refusal_problem(
+        &["report", bench.to_str().unwrap(), "--out", report_out],
+        EXIT_USAGE,
+        &["results.json", "a symbolic link"],
+    ));
+    let settings = bench.join("bench.json");
+    std::fs::remove_file(&settings).unwrap();
+    mkfifo(&settings);
+    problems.extend(refusal_problem(
+        &["bench", "--resume", bench.to_str().unwrap()],
+        EXIT_USAGE,
+        &["bench.json", "a FIFO"],
+    ));
+    assert!(problems.is_empty(), "{problems:#?}");
+}

@@ -164,6 +164,7 @@ pub fn lock(path: &Path) -> Result<LedgerLock> {
     }
     let file = open_regular(
         &lock_path,
+        "ledger lock",
         std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -194,6 +195,7 @@ impl LedgerLock {
         line.push('\n');
         let mut file = open_regular(
             path,
+            "ledger",
             std::fs::OpenOptions::new()
                 .create(true)
                 .read(true)

@@ -314,7 +314,8 @@ impl Bench {
     /// Resumes the benchmark in `dir`.
     pub fn resume(dir: &Path) -> Result<Bench> {
         let path = dir.join(CONFIG_FILE);
-        if !path.is_file() {
+        // Anything there (a FIFO or a link included) is read, and refused, under the lock.
+        if std::fs::symlink_metadata(&path).is_err() {
             return Err(read_error(&path)(std::io::ErrorKind::NotFound.into()));
         }
         let lock = DirLock::acquire(dir)?;

@@ -4,7 +4,7 @@ use super::headings;
 use super::json_line;
 use super::status::{eta, Gauge, GaugeFn, StatusLine};
 use super::verdict::{against, against_arena_first};
-use crate::construction::{read_values, write_values};
+use crate::construction::{read_record_values, read_values, write_values};
 use crate::dir_lock::DirLock;
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
@@ -494,7 +494,7 @@ fn resume_start(
         )));
     }
     if meta.len() > 0 {
-        let best = read_values(out)
+        let best = read_record_values(out)
             .map_err(|e| refused(format!("is not a construction the run wrote ({e})")))?;
         if !trace.wrote_out(&best) {
             return Err(refused(

@@ -105,6 +105,7 @@ impl SearchStatus {
         let log_path = search.dir().join(LOG_FILE);
         let log = crate::atomic_file::open_regular(
             &log_path,
+            "log",
             std::fs::OpenOptions::new().create(true).append(true),
             crate::error::write_error(&log_path),
         );

@@ -32,7 +32,8 @@ pub use crate::bounded_read::STDIN_NAME;
 pub use json::{parse_values, to_json};
 
 use crate::bounded_read::{
-    gunzip_capped, read_maybe_gzipped_capped, read_stdin_capped, CONSTRUCTION_CAP, GZIP_MAGIC,
+    gunzip_capped, read_maybe_gzipped_capped, read_regular_maybe_gzipped_capped, read_stdin_capped,
+    CONSTRUCTION_CAP, GZIP_MAGIC,
 };
 use crate::error::{MiloError, Result, Violation};
 use std::io::Write;
@@ -120,6 +121,14 @@ pub fn read_values(path: &Path) -> Result<Vec<f64>> {
     }
     // One pass over the file, gunzipped as it is read: the compressed bytes are never held whole.
     let bytes = read_maybe_gzipped_capped(path, CONSTRUCTION_CAP, "construction")?;
+    decode_plain(path, bytes)
+}
+
+/// The values of a construction file milo wrote and reads back (a run's `best.json`, a resumed
+/// run's `--out`), read as [`read_values`] reads a file, which must be a regular file: a link,
+/// FIFO or device there is refused at once, never followed or blocked on.
+pub fn read_record_values(path: &Path) -> Result<Vec<f64>> {
+    let bytes = read_regular_maybe_gzipped_capped(path, CONSTRUCTION_CAP, "construction")?;
     decode_plain(path, bytes)
 }
 

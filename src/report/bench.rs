@@ -131,7 +131,8 @@ fn results_so_far(dir: &Path) -> Result<(BenchResults, usize)> {
 /// figure into `out` and returns the page.
 pub fn bench_page(dir: &Path, out: &Path) -> Result<Page> {
     let path = dir.join(RESULTS_FILE);
-    let (results, planned) = if path.is_file() {
+    // Anything there is read, and refused unless it is a regular file.
+    let (results, planned) = if std::fs::symlink_metadata(&path).is_ok() {
         let results: BenchResults = read_json_capped(&path, RECORDS_JSON, "benchmark results")?;
         (results, None)
     } else {

@@ -11,7 +11,7 @@ use super::interactive;
 use super::lineage_tree::LineageTree;
 use super::plot::{save, ScoreAxis};
 use super::progress::{best_so_far, node_best, BestSoFar, Progress};
-use crate::bounded_read::{read_text_capped, CONFIG_CAP};
+use crate::bounded_read::{read_regular_text_capped, CONFIG_CAP};
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
 use crate::exact::rational::{decimal_string, to_f64};
@@ -453,7 +453,8 @@ fn last_per_x(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 fn best_construction(page: &mut Page, dir: &Path, suite: &Suite, out: &Path) -> Result<()> {
     page.heading("Best construction");
     let best_path = dir.join(BEST_FILE);
-    if !best_path.is_file() {
+    // Anything there is read, and refused unless it is a regular file.
+    if std::fs::symlink_metadata(&best_path).is_err() {
         page.note(&format!(
             "{} is absent (no construction improved on its start, or the run predates best.json): no construction figures.",
             best_path.display()
@@ -463,7 +464,7 @@ fn best_construction(page: &mut Page, dir: &Path, suite: &Suite, out: &Path) -> 
     let best = read_best(&best_path, suite.problem.as_ref())?;
     let provenance_path = best_path.with_extension("provenance.json");
     let provenance: serde_json::Value =
-        read_text_capped(&provenance_path, CONFIG_CAP, "provenance")
+        read_regular_text_capped(&provenance_path, CONFIG_CAP, "provenance")
             .ok()
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();

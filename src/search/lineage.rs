@@ -8,6 +8,7 @@
 
 use super::admission::Verdict;
 use super::evaluation::Evaluation;
+use crate::bounded_read::{read_regular_text_capped, CONFIG_CAP};
 use crate::dir_lock::{DirLock, LOCK_FILE};
 use crate::error::{read_error, write_error, MiloError, Result};
 use crate::harness::Harness;
@@ -612,7 +613,9 @@ impl LineageStore for JsonlLineage {
 
     fn harness(&self, hash: &str) -> Result<Harness> {
         let path = self.dir.join("harnesses").join(format!("{hash}.toml"));
-        let harness = Harness::load(&path)?;
+        // Stored by this run: a regular file only, never a FIFO read (or waited on) under the lock.
+        let text = read_regular_text_capped(&path, CONFIG_CAP, "stored harness")?;
+        let harness = Harness::parse(&text, &path)?;
         let content = harness.content_hash();
         if content != hash {
             return Err(MiloError::Malformed {

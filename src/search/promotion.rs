@@ -14,8 +14,8 @@
 
 use super::round_tasks::{better_as_f64, start_of};
 use super::state::SearchState;
-use crate::bounded_read::{read_text_capped, CONSTRUCTION_CAP};
-use crate::construction::{read_values, to_json};
+use crate::bounded_read::{read_regular_text_capped, CONSTRUCTION_CAP};
+use crate::construction::{decode, to_json};
 use crate::error::{write_error, MiloError, Result};
 use crate::problems::Problem;
 use crate::suite::{sha256_hex, Split, Start};
@@ -57,7 +57,7 @@ pub fn save(run: &Path, values: &[f64]) -> Result<String> {
 /// address, its validity checked, its score computed exactly.
 pub fn load(run: &Path, hash: &str, id: &str, problem: &dyn Problem) -> Result<Start> {
     let path = start_path(run, hash);
-    let text = read_text_capped(&path, CONSTRUCTION_CAP, "promoted start")?;
+    let text = read_regular_text_capped(&path, CONSTRUCTION_CAP, "promoted start")?;
     let actual = sha256_hex(text.as_bytes());
     if address(&actual) != hash {
         return Err(MiloError::Malformed {
@@ -67,7 +67,7 @@ pub fn load(run: &Path, hash: &str, id: &str, problem: &dyn Problem) -> Result<S
             ),
         });
     }
-    let values = read_values(&path)?;
+    let values = decode(&path, text.into_bytes())?;
     problem.check(&values).map_err(|v| MiloError::Malformed {
         path: path.clone(),
         message: format!("promoted start: {v}"),

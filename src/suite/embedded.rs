@@ -5,7 +5,7 @@
 //! run reads the same bytes.
 
 use crate::atomic_file;
-use crate::bounded_read::{read_bytes_capped, CONSTRUCTION_CAP};
+use crate::bounded_read::{read_regular_file_capped, CONSTRUCTION_CAP};
 use crate::error::{write_error, MiloError, Result};
 use std::path::{Path, PathBuf};
 
@@ -45,7 +45,7 @@ pub fn write_default_suite(run_dir: &Path) -> Result<PathBuf> {
     let root = run_dir.join(DEFAULT_SUITE_DIR);
     for (relative, bytes) in FILES {
         let path = root.join(relative);
-        match read_bytes_capped(&path, CONSTRUCTION_CAP, "default-suite file") {
+        match read_regular_file_capped(&path, CONSTRUCTION_CAP, "default-suite file") {
             Ok(found) if found == *bytes => continue,
             Ok(_) => {
                 return Err(MiloError::Malformed {

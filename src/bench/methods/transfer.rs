@@ -165,7 +165,11 @@ pub fn open(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
     let path = bench_dir
         .join(METHODS_DIR)
         .join(format!("{kind}-{label}.toml"));
-    let text = crate::bounded_read::read_text_capped(&path, crate::bounded_read::CONFIG_CAP, kind)?;
+    let text = crate::bounded_read::read_regular_text_capped(
+        &path,
+        crate::bounded_read::CONFIG_CAP,
+        kind,
+    )?;
     let frozen = Frozen::parse(kind, &text, &path)?;
     let sha256 = format!("{:x}", Sha256::digest(frozen.text().as_bytes()));
     if !label.ends_with(&sha256[..8]) {

@@ -2,7 +2,7 @@
 //! and `discoveries/`, every new best beyond the suite's record — each with its provenance.
 
 use super::Search;
-use crate::construction::read_values;
+use crate::construction::read_record_values;
 use crate::error::{write_error, MiloError, Result, Violation};
 use crate::exact::rational::decimal_string;
 use crate::problems::Problem;
@@ -15,7 +15,7 @@ pub const BEST_FILE: &str = "best.json";
 /// Reads a run's `best.json` (at `path`) and checks it against `problem`'s rules: a file damaged
 /// or edited since it was written (all zeros, a negative value…) is a malformed input naming it.
 pub fn read_best(path: &Path, problem: &dyn Problem) -> Result<Vec<f64>> {
-    let values = read_values(path).map_err(|e| match e {
+    let values = read_record_values(path).map_err(|e| match e {
         MiloError::Invalid(v) => malformed_best(path, &v),
         other => other,
     })?;
