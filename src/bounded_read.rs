@@ -135,6 +135,22 @@ fn refuse_past_cap_by_length(
     }
 }
 
+/// Refuses `path` unless it is a regular file or a link to one: a FIFO, device, socket or
+/// directory (itself or behind a link) is a one-line usage error naming it and what it is,
+/// before anything opens it. For files that a definition or a record names rather than the
+/// user (a suite's programs and starts, a resumed trace's start), where a link may be the
+/// user's own but nothing else belongs; a missing file passes (its read says so).
+pub fn require_file(path: &Path, what: &str) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(MiloError::Usage(format!(
+            "{}: {what} must be a regular file, and this is {}",
+            path.display(),
+            crate::atomic_file::kind_of(meta.file_type())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `path` opened to read, which must be a regular file (a `what` milo wrote and reads back): a
 /// symbolic link, FIFO, device, socket or directory there is refused at once with a one-line
 /// usage error naming it and what it is, never followed, opened or blocked on

@@ -1130,6 +1130,21 @@ fn files_of_traces_runs_and_benchmarks_that_are_fifos_or_links_are_refused_at_on
         EXIT_USAGE,
         &["t.json", "a FIFO"],
     ));
+    // A trace names files it did not write: its start (read when --out is still empty) and,
+    // for a run, its suite's starts. A FIFO there is refused, never waited on.
+    std::fs::remove_file(&out).unwrap();
+    std::fs::write(&out, "").unwrap();
+    let mut settings: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let start_fifo = dir.path().join("start-fifo.json");
+    mkfifo(&start_fifo);
+    settings["run"]["start"] = start_fifo.to_str().unwrap().into();
+    std::fs::write(&trace, settings.to_string()).unwrap();
+    problems.extend(refusal_problem(
+        &resume(&trace),
+        EXIT_USAGE,
+        &["start-fifo.json", "a FIFO"],
+    ));
     // A run directory's best.json and a stored harness (read under the run's lock).
     let run_dir = dir.path().join("run");
     evolve_tiny(dir.path(), &run_dir, &["--rounds", "1", "-q"]);
@@ -1159,9 +1174,21 @@ fn files_of_traces_runs_and_benchmarks_that_are_fifos_or_links_are_refused_at_on
         .unwrap()
         .unwrap()
         .path();
+    let harness_text = std::fs::read(&harness).unwrap();
     std::fs::remove_file(&harness).unwrap();
     mkfifo(&harness);
     problems.extend(refusal_problem(&evolve, EXIT_USAGE, &[".toml", "a FIFO"]));
+    std::fs::remove_file(&harness).unwrap();
+    std::fs::write(&harness, harness_text).unwrap();
+    let suite_start = dir.path().join("wave-a.json");
+    std::fs::remove_file(&suite_start).unwrap();
+    mkfifo(&suite_start);
+    problems.extend(refusal_problem(
+        &evolve,
+        EXIT_USAGE,
+        &["wave-a.json", "a FIFO"],
+    ));
+    std::fs::remove_file(&suite_start).unwrap();
     // A benchmark directory's settings and results.
     let bench = dir.path().join("bench");
     let suite = tiny_suite(dir.path());

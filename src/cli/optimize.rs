@@ -505,6 +505,7 @@ fn resume_start(
         }
         return Ok(best);
     }
+    crate::bounded_read::require_file(&header.start, "the run's start")?;
     let start = read_values(&header.start).map_err(|e| {
         MiloError::Usage(format!(
             "{} holds no best construction and the run's start {} cannot be read ({e}); \

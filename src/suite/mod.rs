@@ -29,7 +29,9 @@
 pub mod embedded;
 pub mod freeze;
 
-use crate::bounded_read::{read_bytes_capped, read_text_capped, CONFIG_CAP, CONSTRUCTION_CAP};
+use crate::bounded_read::{
+    read_bytes_capped, read_text_capped, require_file, CONFIG_CAP, CONSTRUCTION_CAP,
+};
 use crate::cancel::CancelToken;
 use crate::construction::read_values;
 use crate::error::{MiloError, Result};
@@ -300,6 +302,7 @@ impl Suite {
 
     /// Reads (at most [`CONFIG_CAP`] bytes), checks and verifies a suite file.
     pub fn load(path: &Path) -> Result<Suite> {
+        require_file(path, "a suite")?;
         let text = read_text_capped(path, CONFIG_CAP, "suite")?;
         Suite::parse(&text, path)
     }
@@ -429,6 +432,7 @@ fn load_programs(
     let mut programs: Vec<(PathBuf, Arc<Program>)> = Vec::new();
     for (i, relative) in paths.iter().enumerate() {
         let path = dir.join(relative);
+        require_file(&path, "a suite's program")?;
         let program = Program::load(&path)?;
         if let Some((other, _)) = programs.iter().find(|(_, p)| p.name == program.name) {
             return Err(MiloError::Malformed {
@@ -471,6 +475,7 @@ fn load_start(
     problem: &dyn Problem,
 ) -> Result<Start> {
     let path = dir.join(&entry.path);
+    require_file(&path, "a suite's start")?;
     let sha256 = sha256_hex(&read_bytes_capped(
         &path,
         CONSTRUCTION_CAP,
