@@ -9,6 +9,7 @@ use crate::atomic_file::open_regular;
 use crate::error::{write_error, MiloError, Result};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Name of the lock file in a locked directory.
@@ -43,6 +44,15 @@ impl DirLock {
                 .truncate(false),
             write_error(&path),
         )?;
+        // Its PID is written in place: a name shared with another file would overwrite that file.
+        let links = file.metadata().map_err(write_error(&path))?.nlink();
+        if links > 1 {
+            return Err(MiloError::Usage(format!(
+                "{}: lock file must be a file of its own, and this one has {links} names (a hard \
+                 link)",
+                path.display()
+            )));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -112,6 +122,10 @@ mod tests {
         std::fs::remove_file(&lock).unwrap();
         nix::unistd::mkfifo(&lock, nix::sys::stat::Mode::S_IRWXU).unwrap();
         refused("a FIFO");
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::hard_link(&victim, &lock).unwrap();
+        refused("hard link");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
         // A device is refused at its own name too (`TRACE.lock` names any path).
         let err = DirLock::acquire_file("/dev/null".into()).unwrap_err();
         assert!(err.to_string().contains("a character device"), "{err}");

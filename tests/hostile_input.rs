@@ -1011,6 +1011,28 @@ fn resume(trace: &Path) -> [&str; 5] {
     ["optimize", "--resume", trace, "--evaluations", "1000"]
 }
 
+/// A finished one-seed benchmark of the tiny suite (written into `dir`) in `dir/bench`.
+fn tiny_bench(dir: &Path) -> PathBuf {
+    let bench = dir.join("bench");
+    let suite = tiny_suite(dir);
+    let made = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        "best-of-n",
+        "--budget",
+        "0.05",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--out",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    bench
+}
+
 #[test]
 fn lock_files_that_are_links_or_fifos_are_refused_and_their_targets_left_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -1075,23 +1097,7 @@ fn lock_files_that_are_links_or_fifos_are_refused_and_their_targets_left_alone()
         EXIT_USAGE,
         &["milo.lock", "a symbolic link"],
     ));
-    let bench = dir.path().join("bench");
-    let suite = tiny_suite(dir.path());
-    let made = milo(&[
-        "bench",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--methods",
-        "best-of-n",
-        "--budget",
-        "0.05",
-        "--seeds",
-        "1",
-        "--no-rerun",
-        "--out",
-        bench.to_str().unwrap(),
-    ]);
-    assert_eq!(made.code, 0, "{}", made.stderr);
+    let bench = tiny_bench(dir.path());
     link_to_victim(&bench.join("milo.lock"));
     problems.extend(refusal_problem(
         &["bench", "--resume", bench.to_str().unwrap()],
@@ -1190,23 +1196,7 @@ fn files_of_traces_runs_and_benchmarks_that_are_fifos_or_links_are_refused_at_on
     ));
     std::fs::remove_file(&suite_start).unwrap();
     // A benchmark directory's settings and results.
-    let bench = dir.path().join("bench");
-    let suite = tiny_suite(dir.path());
-    let made = milo(&[
-        "bench",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--methods",
-        "best-of-n",
-        "--budget",
-        "0.05",
-        "--seeds",
-        "1",
-        "--no-rerun",
-        "--out",
-        bench.to_str().unwrap(),
-    ]);
-    assert_eq!(made.code, 0, "{}", made.stderr);
+    let bench = tiny_bench(dir.path());
     let results = bench.join("results.json");
     let elsewhere = dir.path().join("results.json");
     std::fs::rename(&results, &elsewhere).unwrap();
