@@ -1216,3 +1216,38 @@ fn files_of_traces_runs_and_benchmarks_that_are_fifos_or_links_are_refused_at_on
     ));
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// A benchmark directory is data, not code: one whose suite's programs run commands is not
+/// resumed (a benchmark has no opt-in to run them confined), and nothing runs.
+#[test]
+fn a_benchmark_whose_programs_run_commands_is_not_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_suite(dir.path());
+    std::fs::write(
+        dir.path().join("polish.toml"),
+        "name = \"polish\"\n[[steps]]\nkind = \"command\"\nargv = [\"cp\", \"{input}\", \"{output}\"]\n",
+    )
+    .unwrap();
+    let bench = dir.path().join("bench");
+    let made = milo(&[
+        "bench",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--methods",
+        "stock",
+        "--budget",
+        "0.05",
+        "--seeds",
+        "1",
+        "--no-rerun",
+        "--out",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
+    expect_failure(
+        &resumed,
+        EXIT_USAGE,
+        &["steps[0]", "polish.toml", "command"],
+    );
+}

@@ -244,6 +244,25 @@ pub struct Bench {
     _lock: DirLock,
 }
 
+/// A benchmark directory is data, not code: one whose suite holds a program with a `command`
+/// step is not resumed (its commands would run unconfined; `milo evolve --resume` has
+/// `--allow-commands` for a run's, and a benchmark has no such opt-in yet).
+fn refuse_stored_commands(dir: &Path, suite: &Suite) -> Result<()> {
+    let first = suite.tasks.iter().find_map(|task| {
+        let step = (*task.program).clone().confined().1?;
+        Some((task.program_path.clone(), step))
+    });
+    match first {
+        Some((program, step)) => Err(MiloError::Usage(format!(
+            "resuming {}: {step} of {} is a `command` step, which runs code; a benchmark whose \
+             programs run commands is not resumed (start a new one with `milo bench`)",
+            dir.display(),
+            program.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Writes `value` as pretty JSON to `path` through a temporary file (never half-written).
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("benchmark records serialise");
@@ -326,6 +345,7 @@ impl Bench {
         })?;
         let suite = Suite::load(&config.suite)?;
         suite.check_pin(config.suite_pin.as_deref())?;
+        refuse_stored_commands(dir, &suite)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
             config,

@@ -159,7 +159,8 @@ pub fn provenances(methods: &[String], bench_dir: &Path) -> Vec<Provenance> {
 }
 
 /// The frozen method called `name` (`harness:<label>` or `program:<label>`) of the benchmark
-/// in `bench_dir`: best-of-n with the frozen harness alone, or stock with the frozen program.
+/// in `bench_dir`: best-of-n with the frozen harness alone, or stock with the frozen program
+/// (its `command` steps confined, [`crate::sandbox`]).
 pub fn open(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
     let (kind, label) = name.split_once(':').expect("a transfer name has a colon");
     let path = bench_dir
@@ -183,7 +184,8 @@ pub fn open(name: &str, bench_dir: &Path) -> Result<Box<dyn Method>> {
     }
     Ok(match frozen {
         Frozen::Harness(h) => Box::new(BestOfN::with_harness(name.to_string(), *h)),
-        Frozen::Program(p) => Box::new(Stock::with_program(name.to_string(), p)),
+        // Read back from the benchmark's directory, a frozen program's commands run confined.
+        Frozen::Program(p) => Box::new(Stock::with_program(name.to_string(), p.confined().0)),
     })
 }
 
