@@ -1013,14 +1013,18 @@ fn resume(trace: &Path) -> [&str; 5] {
 
 /// A finished one-seed benchmark of the tiny suite (written into `dir`) in `dir/bench`.
 fn tiny_bench(dir: &Path) -> PathBuf {
+    bench_of(dir, &tiny_suite(dir), "best-of-n")
+}
+
+/// A finished one-seed benchmark of `suite` with `method` in `dir/bench`.
+fn bench_of(dir: &Path, suite: &Path, method: &str) -> PathBuf {
     let bench = dir.join("bench");
-    let suite = tiny_suite(dir);
     let made = milo(&[
         "bench",
         "--suite",
         suite.to_str().unwrap(),
         "--methods",
-        "best-of-n",
+        method,
         "--budget",
         "0.05",
         "--seeds",
@@ -1228,22 +1232,7 @@ fn a_benchmark_whose_programs_run_commands_is_not_resumed() {
         "name = \"polish\"\n[[steps]]\nkind = \"command\"\nargv = [\"cp\", \"{input}\", \"{output}\"]\n",
     )
     .unwrap();
-    let bench = dir.path().join("bench");
-    let made = milo(&[
-        "bench",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--methods",
-        "stock",
-        "--budget",
-        "0.05",
-        "--seeds",
-        "1",
-        "--no-rerun",
-        "--out",
-        bench.to_str().unwrap(),
-    ]);
-    assert_eq!(made.code, 0, "{}", made.stderr);
+    let bench = bench_of(dir.path(), &suite, "stock");
     let resumed = milo(&["bench", "--resume", bench.to_str().unwrap()]);
     expect_failure(
         &resumed,

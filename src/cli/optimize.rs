@@ -191,7 +191,7 @@ impl RunFiles {
         let best = self.pending.take().expect("checked above");
         let running = self.segment_record(None, None);
         let trace = self.base.with_segment(running, &self.segment);
-        if let Err(e) = self.write(&best, &trace) {
+        if let Err(e) = self.write(&best, trace) {
             say!("milo: could not save the best so far: {e}");
         }
         self.written_at = Some(Instant::now());
@@ -219,10 +219,9 @@ impl RunFiles {
 
     /// Writes the trace (naming `best` as written to --out), then --out: a stop between the
     /// two leaves an --out the trace still names ([`TraceFile::out_sha256`]).
-    fn write(&mut self, best: &[f64], trace: &TraceFile) -> Result<()> {
+    fn write(&mut self, best: &[f64], mut trace: TraceFile) -> Result<()> {
         self.base.writing_out(values_sha256(best));
         if let Some(file) = &mut self.trace {
-            let mut trace = trace.clone();
             trace.out_sha256 = self.base.out_sha256.clone();
             file.fill(|path| trace.write(path))?;
         }
@@ -238,7 +237,7 @@ impl RunFiles {
         segment.seconds = outcome.seconds;
         segment.evaluations = outcome.evaluations;
         let trace = self.base.with_segment(segment, &outcome.trace);
-        self.write(&outcome.best, &trace)
+        self.write(&outcome.best, trace)
     }
 }
 
