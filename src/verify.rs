@@ -34,6 +34,8 @@ pub struct Options {
 pub struct Timings {
     /// Reading and parsing the file (filled in by the caller that read it).
     pub parse_seconds: f64,
+    /// Checking the values against the problem's rules.
+    pub check_seconds: f64,
     /// The float64 score.
     pub fast_seconds: f64,
     /// The exact score.
@@ -69,11 +71,15 @@ pub fn verify(
     values: &[f64],
     options: Options,
 ) -> Result<Verification, Violation> {
+    let start = Instant::now();
     if !options.allow_oversize || values.is_empty() {
         check_length(problem.spec(), values.len())?;
     }
     problem.check(values)?;
-    let mut timings = Timings::default();
+    let mut timings = Timings {
+        check_seconds: start.elapsed().as_secs_f64(),
+        ..Timings::default()
+    };
     let fast = matches!(options.mode, Mode::Fast | Mode::Both).then(|| {
         let start = Instant::now();
         let score = problem.score_fast(values);

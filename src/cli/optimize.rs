@@ -263,7 +263,7 @@ impl Plan {
         let start = read_values(start_path)?;
         let program = match &args.program {
             Some(path) => Program::load(path)?,
-            None => default_program(problem.as_ref())?,
+            None => Program::default_for(problem.as_ref())?,
         };
         let out = args.out.clone().unwrap_or_else(|| {
             PathBuf::from(format!("milo-{}-seed{}.json", problem.slug(), args.seed))
@@ -541,15 +541,6 @@ fn relative_to_folder_of(path: &Path, file: &Path) -> PathBuf {
         return path.to_path_buf();
     };
     pathdiff::diff_paths(&path_abs, &folder).unwrap_or(path_abs)
-}
-
-/// The default program of a problem, embedded from `problems/optimizers/<slug>.default.toml`.
-pub fn default_program(problem: &dyn Problem) -> Result<Program> {
-    let slug = problem.slug();
-    Program::parse(
-        problem.default_program(),
-        Path::new(&format!("problems/optimizers/{slug}.default.toml")),
-    )
 }
 
 /// Shows the best score, the construction's length and the stage on the status line, and keeps

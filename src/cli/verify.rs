@@ -275,8 +275,9 @@ fn print_text_report(
         )?;
     }
     out!(
-        "time          parse {:.3}s, fast {:.3}s, exact {:.3}s",
+        "time          parse {:.3}s, check {:.3}s, fast {:.3}s, exact {:.3}s",
         v.timings.parse_seconds,
+        v.timings.check_seconds,
         v.timings.fast_seconds,
         v.timings.exact_seconds
     )

@@ -56,6 +56,15 @@ impl Program {
         Ok(program)
     }
 
+    /// The default program of a problem, embedded from `problems/optimizers/<slug>.default.toml`.
+    pub fn default_for(problem: &dyn crate::problems::Problem) -> Result<Program> {
+        let slug = problem.slug();
+        Program::parse(
+            problem.default_program(),
+            Path::new(&format!("problems/optimizers/{slug}.default.toml")),
+        )
+    }
+
     /// Reads (at most [`CONFIG_CAP`] bytes) and checks a program file.
     pub fn load(path: &Path) -> Result<Program> {
         let text = read_text_capped(path, CONFIG_CAP, "program")?;
