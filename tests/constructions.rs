@@ -170,15 +170,8 @@ fn records_score_what_they_say_and_their_traces_carry_the_provenance() {
             .unwrap_or_else(|e| panic!("{file}: its trace's program does not parse: {e}"));
         let source = run["start"].as_str().unwrap();
         assert!(start.contains(source.rsplit('/').next().unwrap()), "{file}");
-        let last_best = trace["segments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find_map(|s| s["best_exact"].as_str())
-            .unwrap();
         assert_eq!(
-            last_best,
+            last_verified_best(&trace),
             recorded.as_str(),
             "{file}: the trace's verified best"
         );
@@ -219,6 +212,48 @@ fn records_score_what_they_say_and_their_traces_carry_the_provenance() {
             "{file}: the table says {standing:?}; it is {word} `{best_name}` ({best})"
         );
     }
+}
+
+/// The exact score of a run trace's last verified best.
+fn last_verified_best(trace: &serde_json::Value) -> &str {
+    trace["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|s| s["best_exact"].as_str())
+        .unwrap()
+}
+
+/// Every construction kept under a `records/` folder (a record of the table above, or a start
+/// derived from a public construction) is within the arena's length limit and scores exactly
+/// what its trace's last verified best says.
+#[test]
+fn every_kept_construction_scores_what_its_trace_says() {
+    let mut kept = 0;
+    for problem in [
+        "erdos-min-overlap",
+        "first-autocorrelation-inequality",
+        "second-autocorrelation-inequality",
+        "third-autocorrelation-inequality",
+    ] {
+        let dir = root().join("constructions").join(problem).join("records");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if !name.ends_with(".json.gz") || name.ends_with(".trace.json.gz") {
+                continue;
+            }
+            let trace = gz_json(&path.with_file_name(name.replace(".json.gz", ".trace.json.gz")));
+            let last_best = last_verified_best(&trace);
+            // No --allow-oversize: a construction over the length limit is refused.
+            let verify = milo(&["verify", problem, path.to_str().unwrap(), "--json"]);
+            assert_eq!(verify.code, 0, "{name}: {}", verify.stderr);
+            assert_eq!(verify.json()["score_exact"], last_best, "{name}");
+            kept += 1;
+        }
+    }
+    assert!(kept >= 7, "the records and the derived start: {kept}");
 }
 
 /// The exact score of a public construction (the frontier's may be over the length limit).

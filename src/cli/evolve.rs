@@ -7,14 +7,14 @@ use crate::agent::writer_by_name;
 use crate::bounds;
 use crate::cancel::CancelToken;
 use crate::error::{MiloError, Result, EXIT_OK};
-use crate::exact::rational::decimal_string;
+use crate::exact::rational::{decimal_string, parse_decimal};
 use crate::executor::slurm::DEFAULT_PILOT_STALE_SECONDS;
 use crate::executor::SlurmOptions;
 use crate::harness::Harness;
 use crate::llm::AgentsConfig;
 use crate::optimize::budget::MAX_SECONDS;
 use crate::search::evaluation::Quality;
-use crate::search::evolve::{default_cost_measure, Search, Stop, BEST_FILE};
+use crate::search::evolve::{bars_passed, default_cost_measure, Search, Stop, BEST_FILE};
 use crate::search::harness_race::{self, RaceSettings};
 use crate::search::lineage::{
     already_holds_a_run, AdmissionPolicy, Move, RunConfig, ADMISSION_POLICIES,
@@ -463,8 +463,42 @@ pub(super) fn summarise(search: &Search, stop: Stop) -> Result<()> {
     )?;
     if let Some(best) = &best {
         out!("{}", verdict(search, best, record_name))?;
+        out!("{}", bars_line(search, best))?;
     }
     out!("the report: milo report {}", dir.display())
+}
+
+/// The problem's records (`problems/<slug>.toml`) the best passes by the arena's threshold,
+/// decided on its recorded exact score, in one line.
+fn bars_line(search: &Search, best: &BestResult) -> String {
+    let problem = search.suite().problem.as_ref();
+    let Some(score) = parse_decimal(&best.score) else {
+        return format!(
+            "records passed: unknown (the best's score '{}' is no decimal)",
+            best.score
+        );
+    };
+    let bars = bars_passed(problem, &score);
+    if bars.is_empty() {
+        return format!(
+            "records passed: none of the {} in problems/{}.toml",
+            problem.spec().records.len(),
+            problem.slug()
+        );
+    }
+    let passed: Vec<String> = bars
+        .iter()
+        .map(|bar| {
+            let text = |key: &str| bar[key].as_str().unwrap_or_default().to_string();
+            format!(
+                "{} {} by {}",
+                text("holder"),
+                bar["value"],
+                text("improvement")
+            )
+        })
+        .collect();
+    format!("records passed: {}", passed.join("; "))
 }
 
 /// The run's verdict in one line: the best against the suite's record (or best start) and the

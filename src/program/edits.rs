@@ -1,6 +1,7 @@
 //! Edits on optimizer programs: the moves the optimizer-writing agent makes when it revises a
 //! parent program (tune a parameter, insert/delete/reorder a stage, swap the parameterisation,
-//! change resolution, add restarts or perturbation, cross over with a program that worked).
+//! change resolution, add restarts or perturbation, cross over with a program that worked, add a
+//! move gradient descent cannot make).
 //!
 //! Every edit returns a program that passes [`Program::check`], or `None` when it does not apply
 //! (nothing to delete, no parameter to tune, no library program to cross with).
@@ -8,6 +9,7 @@
 use super::params::{collect_numbers, tune_range};
 use super::{Action, KeepBest, Program, Restarts, Step, UntilStall};
 use crate::objective::SmoothMaxName;
+use crate::optimize::Parameterisation;
 use crate::problems::Problem;
 use crate::stages::adam::Adam;
 use crate::stages::dinkelbach::{self, Dinkelbach};
@@ -15,6 +17,8 @@ use crate::stages::lbfgs::Lbfgs;
 use crate::stages::perturb::Perturb;
 use crate::stages::prune_regrow::PruneRegrow;
 use crate::stages::resample::{Resample, ResampleMethod};
+use crate::stages::revive::Revive;
+use crate::stages::segment_moves::{MoveKind, SegmentMoves};
 use crate::stages::sequential_lp::SequentialLp;
 use crate::stages::TuneRange;
 use rand::distributions::{Distribution, WeightedIndex};
@@ -45,11 +49,16 @@ pub enum EditKind {
     Perturbation,
     /// Splice the head of this program with the tail of one that worked in the lineage.
     Crossover,
+    /// Add a move that gradient descent cannot make, accepted only on the true score, after the
+    /// optimizer stages: discrete segment moves, dead-cell revival (where `f = v²` fits), or a
+    /// sequential LP over every near-peak lag with an exact line search (where the problem has a
+    /// lag model); the records' operators ([`discrete_move_stage`]).
+    DiscreteMove,
 }
 
 impl EditKind {
     /// Every edit kind, in a fixed order.
-    pub const ALL: [EditKind; 9] = [
+    pub const ALL: [EditKind; 10] = [
         EditKind::Tune,
         EditKind::Insert,
         EditKind::Delete,
@@ -59,6 +68,7 @@ impl EditKind {
         EditKind::Restarts,
         EditKind::Perturbation,
         EditKind::Crossover,
+        EditKind::DiscreteMove,
     ];
 }
 
@@ -130,6 +140,7 @@ pub fn apply(
         EditKind::Restarts => restarts(program, rng),
         EditKind::Perturbation => perturbation(program, ctx.problem),
         EditKind::Crossover => crossover(program, ctx.library, rng),
+        EditKind::DiscreteMove => discrete_move(program, ctx.problem, rng),
     }?;
     let (mut edited, description) = edited;
     edited.name = program.name.clone();
@@ -253,14 +264,7 @@ fn template_stage(problem: &dyn Problem, rng: &mut impl Rng) -> Step {
         }),
     ];
     if problem.lag_model().is_some() {
-        menu.push(Action::SequentialLp(SequentialLp {
-            active_lags: 100,
-            trust_radius: 1e-3,
-            steps: 50,
-            solver: Default::default(),
-            active_within: 0.0,
-            line_search: false,
-        }));
+        menu.push(sequential_lp(0.0, false));
     }
     if dinkelbach::applies_to(problem) {
         menu.push(Action::Dinkelbach(Dinkelbach {
@@ -269,6 +273,19 @@ fn template_stage(problem: &dyn Problem, rng: &mut impl Rng) -> Step {
         }));
     }
     Step::from(menu.swap_remove(rng.gen_range(0..menu.len())))
+}
+
+/// A sequential LP step of 50 LPs over 100 lags in a trust region of 1e-3, with every lag within
+/// `active_within` of the peak and the exact line search if asked.
+fn sequential_lp(active_within: f64, line_search: bool) -> Action {
+    Action::SequentialLp(SequentialLp {
+        active_lags: 100,
+        trust_radius: 1e-3,
+        steps: 50,
+        solver: Default::default(),
+        active_within,
+        line_search,
+    })
 }
 
 fn insert(program: &Program, ctx: &EditContext, rng: &mut impl Rng) -> Option<(Program, String)> {
@@ -463,6 +480,66 @@ fn perturbation(program: &Program, problem: &dyn Problem) -> Option<(Program, St
         edited,
         "append basin hopping (perturb 2%, L-BFGS, keep best)".into(),
     ))
+}
+
+/// A log-uniform draw from `[low, high]`.
+fn log_uniform(rng: &mut impl Rng, low: f64, high: f64) -> f64 {
+    (rng.gen_range(low.ln()..=high.ln())).exp()
+}
+
+/// A stage of the records' operators suited to the problem, with parameters drawn from the
+/// ranges the record campaigns measured (docs/records.md): segment moves of 4–1,024 cells,
+/// 200–2,000 proposals, raw or polished at β 1e7 → 1e9 (the polish is what lets a move re-balance
+/// an equioscillating peak); revival of 10–100 % of the dead cells with a descent gradient at
+/// 1e-6–1e-4 of the largest value (where `f = v²` fits, i.e. values ≥ 0); sequential LP over
+/// every lag within 1e-7–1e-5 of the peak with the exact line search (where there is a lag
+/// model).
+pub fn discrete_move_stage(problem: &dyn Problem, rng: &mut impl Rng) -> Step {
+    let max_len = log_uniform(rng, 4.0, 1024.0).round() as usize;
+    let mut menu = vec![Action::SegmentMoves(SegmentMoves {
+        moves: vec![
+            MoveKind::FlipRun,
+            MoveKind::MirrorSegment,
+            MoveKind::SwapSegments,
+        ],
+        proposals: log_uniform(rng, 200.0, 2000.0).round() as u64,
+        min_len: 1,
+        max_len,
+        polish_iterations: *[0, 50, 200].choose(rng).expect("non-empty"),
+        polish_betas: vec![1e7, 1e8, 1e9],
+        polish_history: 20,
+    })];
+    if problem
+        .parameterisations()
+        .contains(&Parameterisation::Square)
+    {
+        menu.push(Action::Revive(Revive {
+            betas: vec![1e10, 3.162e10, 1e11],
+            size: log_uniform(rng, 1e-6, 1e-4),
+            fraction: rng.gen_range(0.1..=1.0),
+            iterations: 300,
+            history: 50,
+        }));
+    }
+    if problem.lag_model().is_some() {
+        menu.push(sequential_lp(log_uniform(rng, 1e-7, 1e-5), true));
+    }
+    Step::from(menu.swap_remove(rng.gen_range(0..menu.len())))
+}
+
+/// Appends one of the records' operators ([`discrete_move_stage`]) after the optimizer stages
+/// (before a trailing `finalize`).
+fn discrete_move(
+    program: &Program,
+    problem: &dyn Problem,
+    rng: &mut impl Rng,
+) -> Option<(Program, String)> {
+    let step = discrete_move_stage(problem, rng);
+    let at = body_end(program);
+    let description = format!("append the move {} at steps[{at}]", step.kind());
+    let mut edited = program.clone();
+    edited.steps.insert(at, step);
+    Some((edited, description))
 }
 
 fn crossover(
@@ -756,5 +833,85 @@ kind = "revive"
         };
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         assert!(apply(EditKind::Resolution, &parent, &ctx, &mut rng).is_none());
+    }
+    #[test]
+    fn each_records_operator_the_edit_draws_parses_runs_and_never_worsens_the_exact_score() {
+        use crate::optimize::Budget;
+        let mut drawn = std::collections::BTreeSet::new();
+        for problem in crate::problems::all() {
+            let p = problem.as_ref();
+            let start: Vec<f64> = (0..48)
+                .map(|i| 0.5 + 0.3 * (i as f64 * 0.7).sin())
+                .collect();
+            if p.check(&start).is_err() {
+                continue;
+            }
+            let before = p.score_exact(&start);
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            for seed in 0..12 {
+                let step = discrete_move_stage(p, &mut rng);
+                let program = Program {
+                    name: "move".into(),
+                    description: String::new(),
+                    steps: vec![step],
+                };
+                let parsed = Program::parse(&program.to_toml(), Path::new("move.toml")).unwrap();
+                assert_eq!(parsed, program);
+                let stage = parsed.steps[0].action.stage().unwrap();
+                drawn.insert((p.slug().to_string(), stage.kind()));
+                let out = stage.run(p, &start, &Budget::evaluations(400), seed);
+                assert!(
+                    p.check(&out.values).is_ok(),
+                    "{} {}",
+                    p.slug(),
+                    stage.kind()
+                );
+                let after = p.score_exact(&out.values);
+                assert!(
+                    !p.spec().direction.better(&before, &after),
+                    "{} {}: {after} worse than {before}",
+                    p.slug(),
+                    stage.kind()
+                );
+            }
+        }
+        // Segment moves everywhere, revival where f = v² fits, the LP where there is a lag model.
+        for (slug, kind) in [
+            ("erdos-min-overlap", "segment_moves"),
+            ("erdos-min-overlap", "sequential_lp"),
+            ("first-autocorrelation-inequality", "revive"),
+            ("first-autocorrelation-inequality", "sequential_lp"),
+            ("third-autocorrelation-inequality", "segment_moves"),
+        ] {
+            assert!(
+                drawn.contains(&(slug.into(), kind)),
+                "{slug} never drew {kind}"
+            );
+        }
+        assert!(!drawn.contains(&("erdos-min-overlap".into(), "revive")));
+    }
+
+    #[test]
+    fn the_records_operators_refuse_a_bad_range_naming_the_key() {
+        let cases = [
+            ("kind = \"segment_moves\"\nmax_len = 0", "steps[0].max_len"),
+            (
+                "kind = \"segment_moves\"\nproposals = 0",
+                "steps[0].proposals",
+            ),
+            ("kind = \"revive\"\nsize = -1e-4", "steps[0].size"),
+            ("kind = \"revive\"\nfraction = 1.5", "steps[0].fraction"),
+            (
+                "kind = \"sequential_lp\"\nactive_within = -1e-6",
+                "steps[0].active_within",
+            ),
+        ];
+        for (step, key) in cases {
+            let text = format!("name = \"bad\"\n[[steps]]\n{step}\n");
+            let err = Program::parse(&text, Path::new("bad.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{step}: {err}");
+        }
     }
 }

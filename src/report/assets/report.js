@@ -75,7 +75,9 @@
   function sig(x, digits) {
     if (!isFinite(x)) return '—';
     if (x === 0) return '0';
-    return String(Number(x.toPrecision(digits)));
+    var rounded = Number(x.toPrecision(digits));
+    // Small magnitudes in exponent form (-9.37e-5, not -0.0000937), so a column stays narrow.
+    return String(Math.abs(rounded) < 1e-3 ? rounded.toExponential() : rounded);
   }
 
   // A rounded number whose full value is its title and a click away (see revealOnClick).

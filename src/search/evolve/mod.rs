@@ -32,7 +32,7 @@ mod step;
 #[cfg(test)]
 mod tests;
 
-pub use outputs::{read_best, BEST_FILE};
+pub use outputs::{bars_passed, read_best, BEST_FILE};
 
 use super::evaluation::{CostMeasure, Improvement};
 use super::lineage::{

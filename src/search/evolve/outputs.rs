@@ -1,12 +1,16 @@
 //! The run's outputs beside its lineage: `best.json`, the best construction so far (any task),
-//! and `discoveries/`, every new best beyond the suite's record — each with its provenance.
+//! and `discoveries/`, every construction of a task beyond the suite's record — each with its
+//! provenance, its exact score computed again from its values, and the problem's records it
+//! passes.
 
 use super::Search;
 use crate::construction::read_record_values;
 use crate::error::{write_error, MiloError, Result, Violation};
-use crate::exact::rational::decimal_string;
+use crate::exact::rational::{decimal_of_f64, decimal_string};
 use crate::problems::Problem;
 use crate::search::evaluation::Improvement;
+use crate::verify::compare;
+use num_rational::BigRational;
 use std::path::{Path, PathBuf};
 
 /// The run's best construction so far (any task), beside `best.provenance.json`.
@@ -34,8 +38,32 @@ fn malformed_best(path: &Path, violation: &Violation) -> MiloError {
     }
 }
 
+/// The problem's known records (`problems/<slug>.toml`: the arena's #1, published marks) that
+/// `score` beats by the problem's minimum improvement, decided exactly: holder, value, date and
+/// the exact improvement of each.
+pub fn bars_passed(problem: &dyn Problem, score: &BigRational) -> Vec<serde_json::Value> {
+    problem
+        .spec()
+        .records
+        .iter()
+        .filter_map(|record| {
+            let label = format!("{} ({})", record.holder, record.date);
+            let comparison = compare(problem, score, &decimal_of_f64(record.value), &label);
+            comparison.beats.then(|| {
+                serde_json::json!({
+                    "holder": record.holder,
+                    "value": record.value,
+                    "date": record.date,
+                    "improvement": comparison.improvement,
+                })
+            })
+        })
+        .collect()
+}
+
 impl Search {
-    /// Saves `d` to `discoveries/` (named by its score, task and harness); returns the path.
+    /// Saves `d` to `discoveries/` (named by its score, task and harness), its exact score
+    /// computed again from its values; returns the path.
     pub(super) fn save_discovery(
         &self,
         d: &Improvement,
@@ -57,31 +85,44 @@ impl Search {
             })
             .collect();
         let path = dir.join(format!("{score}-{task}-{harness}.json"));
-        self.write_construction(&path, d, harness, node)?;
+        // Scored again here, from the values written, not taken from the task's report (a
+        // 40-digit decimal, compared at that precision).
+        let verified = decimal_string(&self.suite.problem.score_exact(&d.values), 40);
+        if verified != decimal_string(&d.exact, 40) {
+            say!(
+                "milo: discovery {}: its exact score is {verified}, not the {} its task reported",
+                path.display(),
+                decimal_string(&d.exact, 40)
+            );
+        }
+        self.write_construction(&path, d, (harness, node), Some(verified))?;
         Ok(path)
     }
 
     /// Replaces `best.json` (and its provenance) with `d`, the run's new best construction.
     pub(super) fn save_best(&mut self, d: &Improvement, harness: &str, node: &str) -> Result<()> {
-        self.write_construction(&self.dir().join(BEST_FILE), d, harness, node)?;
+        self.write_construction(&self.dir().join(BEST_FILE), d, (harness, node), None)?;
         self.best = Some(d.exact.clone());
         Ok(())
     }
 
-    /// Writes `d`'s values to `path` and its provenance beside it (`<stem>.provenance.json`).
+    /// Writes `d`'s values to `path` and its provenance beside it (`<stem>.provenance.json`),
+    /// with the exact score computed again from the values when `verified` holds it.
     fn write_construction(
         &self,
         path: &Path,
         d: &Improvement,
-        harness: &str,
-        node: &str,
+        (harness, node): (&str, &str),
+        verified: Option<String>,
     ) -> Result<()> {
         crate::construction::write_values(path, &d.values)?;
         let provenance = serde_json::json!({
             "problem": self.suite.problem.slug(),
             "score_exact": decimal_string(&d.exact, 40),
+            "verified_exact": verified,
             "record": decimal_string(&self.suite.record, 40),
             "beats_record": self.suite.problem.spec().direction.better(&d.exact, &self.suite.record),
+            "bars_passed": bars_passed(self.suite.problem.as_ref(), &d.exact),
             "task": d.task,
             "start": d.start,
             "seed": d.seed,

@@ -156,18 +156,19 @@ impl Search {
         }
         let direction = self.suite.problem.spec().direction;
         for improvement in &improvements {
-            let new_best = self
-                .best
-                .as_ref()
-                .is_none_or(|best| direction.better(&improvement.exact, best));
-            if !new_best {
-                continue;
-            }
+            // Every construction past the suite's record is a record candidate, whatever the
+            // harness's fate and whether or not it is the run's best.
             if direction.better(&improvement.exact, &self.suite.record) {
                 let path = self.save_discovery(improvement, &hash, node)?;
                 observer.discovery(&path, improvement);
             }
-            self.save_best(improvement, &hash, node)?;
+            let new_best = self
+                .best
+                .as_ref()
+                .is_none_or(|best| direction.better(&improvement.exact, best));
+            if new_best {
+                self.save_best(improvement, &hash, node)?;
+            }
         }
         Ok(Outcome::Done(evaluation, improvements))
     }

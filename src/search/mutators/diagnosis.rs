@@ -9,7 +9,8 @@ use crate::search::hypervolume::Fitness;
 use std::collections::BTreeMap;
 
 /// The edits that address each kind of evidence, from the domain (DOMAIN.md and the stages'
-/// behaviour): a stalled run sits in a basin, so it needs basin hopping or independent restarts;
+/// behaviour): a stalled run sits in a basin, so it needs basin hopping, independent restarts or
+/// a move gradient descent cannot make (the records' discrete moves);
 /// a saturated active set is an equioscillation the smooth surrogate resolves badly at this grid,
 /// so a finer grid or another parameterisation helps; dead cells cannot revive under the current
 /// parameterisation, so swap it; a run with no gain at all needs new stages or material from a
@@ -17,7 +18,11 @@ use std::collections::BTreeMap;
 /// so swap it for one that does.
 pub fn addresses(evidence: Evidence) -> &'static [EditKind] {
     match evidence {
-        Evidence::Stalled => &[EditKind::Perturbation, EditKind::Restarts],
+        Evidence::Stalled => &[
+            EditKind::Perturbation,
+            EditKind::Restarts,
+            EditKind::DiscreteMove,
+        ],
         Evidence::ActiveSetSaturated => &[EditKind::Resolution, EditKind::Parameterisation],
         Evidence::DeadCells => &[EditKind::Parameterisation],
         Evidence::NoGain => &[EditKind::Insert, EditKind::Crossover],
