@@ -412,12 +412,7 @@ fn a_harness_and_a_program_from_another_run_are_frozen_benchmarked_and_labelled(
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("source-run");
     common::evolve_tiny(dir.path(), &run_dir, &["--rounds", "1", "--islands", "1"]);
-    let harness = std::fs::read_dir(run_dir.join("harnesses"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let harness = common::first_harness(&run_dir);
     // A program of its own: the tiny suite's, renamed, outside any run.
     let program = dir.path().join("mine.toml");
     let text = std::fs::read_to_string(dir.path().join("polish.toml")).unwrap();

@@ -826,12 +826,7 @@ fn a_resume_refuses_an_edited_suite_harness_or_lineage_naming_what_changed() {
         &["the suite or one of its programs changed"],
     );
     // A content-addressed harness file was edited.
-    let harness = std::fs::read_dir(run_dir.join("harnesses"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let harness = common::first_harness(&run_dir);
     edit(
         &harness,
         &|text| {
@@ -987,8 +982,16 @@ fn refusal_problem(args: &[&str], code: i32, needles: &[&str]) -> Option<String>
 /// Runs a short optimize of the first problem recording its trace at `trace` and its best at
 /// `out`, and asserts it succeeded.
 fn traced_run(dir: &Path, trace: &Path, out: &Path) {
+    let args = traced_run_args(dir, trace, out);
+    let run = milo(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// The arguments of [`traced_run`]'s short optimize of the first problem (its start and program
+/// written into `dir`).
+fn traced_run_args(dir: &Path, trace: &Path, out: &Path) -> Vec<String> {
     let (start, program) = (small_start(dir), quick_program(dir));
-    let run = milo(&[
+    [
         "optimize",
         FIRST,
         "--start",
@@ -1001,8 +1004,9 @@ fn traced_run(dir: &Path, trace: &Path, out: &Path) {
         out.to_str().unwrap(),
         "--trace",
         trace.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// The arguments resuming the optimize run of `trace` for up to 1,000 evaluations in all.
@@ -1048,26 +1052,11 @@ fn lock_files_that_are_links_or_fifos_are_refused_and_their_targets_left_alone()
     };
     let mut problems = Vec::new();
     // A new optimize run with --trace T locks T.lock.
-    let (start, program) = (small_start(dir.path()), quick_program(dir.path()));
     let trace = dir.path().join("new.trace.json");
     let trace_lock = dir.path().join("new.trace.json.lock");
     link_to_victim(&trace_lock);
-    let out = dir.path().join("new.json");
-    let (trace_arg, out_arg) = (trace.to_str().unwrap(), out.to_str().unwrap());
-    let new_run = [
-        "optimize",
-        FIRST,
-        "--start",
-        &start,
-        "--program",
-        &program,
-        "--evaluations",
-        "30",
-        "--out",
-        out_arg,
-        "--trace",
-        trace_arg,
-    ];
+    let new_run = traced_run_args(dir.path(), &trace, &dir.path().join("new.json"));
+    let new_run: Vec<&str> = new_run.iter().map(String::as_str).collect();
     problems.extend(refusal_problem(
         &new_run,
         EXIT_USAGE,
@@ -1178,12 +1167,7 @@ fn files_of_traces_runs_and_benchmarks_that_are_fifos_or_links_are_refused_at_on
     ));
     std::fs::remove_file(&best).unwrap();
     std::fs::rename(&kept, &best).unwrap();
-    let harness = std::fs::read_dir(run_dir.join("harnesses"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let harness = common::first_harness(&run_dir);
     let harness_text = std::fs::read(&harness).unwrap();
     std::fs::remove_file(&harness).unwrap();
     mkfifo(&harness);

@@ -9,7 +9,7 @@
 use milo::cancel::CancelToken;
 use milo::error::MiloError;
 use milo::exact::rational::{decimal_of_f64, decimal_string, parse_decimal, to_f64, SCORE_DIGITS};
-use milo::optimize::budget::check_seconds;
+use milo::optimize::budget::check_run_limits;
 use milo::problems::{all, by_slug, Direction, Problem};
 use milo::program::Program;
 use milo::runner::{run_program, RunOutcome, RunSettings, Silent};
@@ -325,14 +325,13 @@ fn settings_of(
     seed: u64,
     jobs: u64,
 ) -> PyResult<RunSettings> {
-    let invalid = |message: String| Raise::InvalidArgument.err(py, message);
-    if let Some(seconds) = budget_seconds {
-        check_seconds("budget_seconds", seconds).map_err(invalid)?;
-    }
-    if evaluations == Some(0) {
-        return Err(invalid("evaluations must be at least 1, got 0".into()));
-    }
-    milo::bounds::check("jobs", jobs, &milo::bounds::JOBS).map_err(invalid)?;
+    check_run_limits(
+        ["budget_seconds", "evaluations", "jobs"],
+        budget_seconds,
+        evaluations,
+        jobs,
+    )
+    .map_err(|message| Raise::InvalidArgument.err(py, message))?;
     Ok(RunSettings {
         seed,
         // As `milo optimize`: 30 s when neither budget is given.
@@ -366,11 +365,8 @@ fn optimize<'py>(
         let problem = problem_named(py, problem)?;
         let program = program_of(py, problem, program_path, program_text)?;
         let settings = settings_of(py, budget_seconds, evaluations, seed, jobs)?;
-        // A copy: the run reads it on another thread while Python may run.
+        // A copy: the run reads it on another thread while Python may run. The run checks it.
         let start = slice_of(py, &start)?.to_vec();
-        problem
-            .check(&start)
-            .map_err(|v| raise(py, MiloError::Invalid(v), Raise::InvalidArgument))?;
         let cancel = settings.cancel.clone();
         let (outcome, signal) = std::thread::scope(|scope| {
             let (done, finished) = mpsc::channel();

@@ -8,7 +8,7 @@ use crate::construction::{read_record_values, read_values, write_values};
 use crate::dir_lock::DirLock;
 use crate::error::{write_error, MiloError, Result, EXIT_OK};
 use crate::exact::rational::{decimal_string, to_f64, SCORE_DIGITS};
-use crate::optimize::budget::check_seconds;
+use crate::optimize::budget::check_run_limits;
 use crate::problems::{by_slug, Direction, Problem, ProblemSpec};
 use crate::program::Program;
 use crate::runner::trace::process_cpu_seconds;
@@ -452,19 +452,16 @@ fn lock_run(trace: &Path) -> Result<DirLock> {
     DirLock::acquire_file(PathBuf::from(name))
 }
 
-/// Budget and thread-count checks common to new and resumed runs.
+/// Budget and thread-count checks common to new and resumed runs (a resumed run's recorded
+/// jobs included).
 fn check_budgets(args: &OptimizeArgs, jobs: usize) -> Result<()> {
-    // Checked here too for a resumed run's recorded jobs.
-    crate::bounds::check("--jobs", jobs as u64, &crate::bounds::JOBS).map_err(MiloError::Usage)?;
-    if let Some(seconds) = args.budget {
-        check_seconds("--budget", seconds).map_err(MiloError::Usage)?;
-    }
-    if args.evaluations == Some(0) {
-        return Err(MiloError::Usage(
-            "--evaluations must be at least 1, got 0".into(),
-        ));
-    }
-    Ok(())
+    check_run_limits(
+        ["--budget", "--evaluations", "--jobs"],
+        args.budget,
+        args.evaluations,
+        jobs as u64,
+    )
+    .map_err(MiloError::Usage)
 }
 
 /// The construction a resumed run starts from: the best its --out holds, which must be one the

@@ -21,6 +21,26 @@ pub fn check_seconds(what: &str, seconds: f64) -> Result<f64, String> {
     }
 }
 
+/// Checks the limits of one run as its caller names them (`names`: seconds, evaluations, jobs;
+/// `--budget`, `--evaluations`, `--jobs` on the command line): seconds as [`check_seconds`], at
+/// least one evaluation, and a thread count in [`crate::bounds::JOBS`].
+pub fn check_run_limits(
+    names: [&str; 3],
+    seconds: Option<f64>,
+    evaluations: Option<u64>,
+    jobs: u64,
+) -> Result<(), String> {
+    let [seconds_name, evaluations_name, jobs_name] = names;
+    crate::bounds::check(jobs_name, jobs, &crate::bounds::JOBS)?;
+    if let Some(seconds) = seconds {
+        check_seconds(seconds_name, seconds)?;
+    }
+    if evaluations == Some(0) {
+        return Err(format!("{evaluations_name} must be at least 1, got 0"));
+    }
+    Ok(())
+}
+
 /// Why a [`Budget`] refuses further evaluations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exhaustion {

@@ -179,6 +179,16 @@ pub fn tiny_suite(dir: &Path) -> PathBuf {
     suite
 }
 
+/// The first harness file a run stored under `run_dir/harnesses/`.
+pub fn first_harness(run_dir: &Path) -> PathBuf {
+    std::fs::read_dir(run_dir.join("harnesses"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 /// Runs `milo evolve` on the tiny suite (written into `dir`) in `run_dir` with `settings`
 /// (islands, rounds, …) and asserts it succeeded.
 pub fn evolve_tiny(dir: &Path, run_dir: &Path, settings: &[&str]) -> Run {
