@@ -193,9 +193,12 @@ def test_a_rust_panic_becomes_internal_error():
 
 
 CHILD = """
-import json, os, sys, threading, time
+import json, os, signal, sys, threading, time
 import numpy as np
 import milo
+# Ctrl-C raises KeyboardInterrupt, as in a terminal, even when the tests run in a background job
+# (whose children start with SIGINT ignored, and Python then leaves it ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 tasks = len(os.listdir("/proc/self/task"))
 start = np.random.default_rng(1).random(2000) + 0.1
 print("ready", flush=True)

@@ -33,16 +33,65 @@ const MAX_LOG_LEN: u32 = 28;
 /// `2^26` words = 512 MiB.
 const WORK_BUDGET_WORDS: usize = 1 << 26;
 
-/// Exact linear convolution `c_k = Σ_i a_i · b_(k−i)` of the integers behind two dyadic arrays;
-/// length `len(a) + len(b) − 1`, in units of `2^(a.exponent + b.exponent)`.
-pub fn convolve(a: &DyadicArray, b: &DyadicArray) -> Vec<BigInt> {
-    convolve_within(Operand::of(a), Operand::of(b), false, WORK_BUDGET_WORDS)
+/// Exact linear convolution `c_k = Σ_i a_i · b_(k−i)` of the integers behind two dyadic arrays
+/// (in units of `2^(a.exponent + b.exponent)`), streamed: `visit(c_k)` for
+/// k = 0 … len(a) + len(b) − 2 in order. When one transform suffices (every input the arena
+/// accepts) the coefficients are never all held at once, so a score that folds them (a maximum,
+/// a sum) holds one coefficient at a time.
+pub fn convolve_each(a: &DyadicArray, b: &DyadicArray, visit: impl FnMut(BigInt)) {
+    convolve_streamed(Operand::of(a), Operand::of(b), false, visit)
 }
 
-/// Exact autoconvolution `a ∗ a` (one forward transform instead of two).
-pub fn autoconvolve(a: &DyadicArray) -> Vec<BigInt> {
+/// The exact autoconvolution `a ∗ a` (one forward transform instead of two), streamed as
+/// [`convolve_each`].
+pub fn autoconvolve_each(a: &DyadicArray, visit: impl FnMut(BigInt)) {
     let a = Operand::of(a);
-    convolve_within(a, a, true, WORK_BUDGET_WORDS)
+    convolve_streamed(a, a, true, visit)
+}
+
+/// Streams the convolution from one plan, or (when the inputs must be split) from the sum of
+/// the halves' results.
+fn convolve_streamed(a: Operand, b: Operand, square: bool, mut visit: impl FnMut(BigInt)) {
+    match plan_for(a, b, square, WORK_BUDGET_WORDS) {
+        Planned::Empty => {}
+        Planned::Zeros(len) => (0..len).for_each(|_| visit(BigInt::default())),
+        Planned::Plan(plan) => convolve_planned(&plan, a, b, square, visit),
+        Planned::Split => convolve_within(a, b, square, WORK_BUDGET_WORDS)
+            .into_iter()
+            .for_each(visit),
+    }
+}
+
+/// What [`plan_for`] found for a convolution.
+enum Planned {
+    /// An input is empty: no coefficients.
+    Empty,
+    /// An input is all zeros: this many zero coefficients.
+    Zeros(usize),
+    /// One transform suffices.
+    Plan(Plan),
+    /// The inputs must be split first.
+    Split,
+}
+
+/// How the convolution of `a` and `b` is carried out within `budget` words.
+fn plan_for(a: Operand, b: Operand, square: bool, budget: usize) -> Planned {
+    if a.len() == 0 || b.len() == 0 {
+        return Planned::Empty;
+    }
+    let bits_a = a.max_bits();
+    let bits_b = if square { bits_a } else { b.max_bits() };
+    if bits_a == 0 || bits_b == 0 {
+        return Planned::Zeros(a.len() + b.len() - 1);
+    }
+    let shape = Shape {
+        len_a: a.len(),
+        bits_a,
+        len_b: b.len(),
+        bits_b,
+        square,
+    };
+    choose_plan(&shape, budget).map_or(Planned::Split, Planned::Plan)
 }
 
 /// A borrowed run of dyadic values with the exponent of the array it came from, so that the
@@ -96,25 +145,16 @@ impl<'a> Operand<'a> {
 
 /// Convolution with an explicit memory budget (in words); `square` means `b` is `a`.
 fn convolve_within(a: Operand, b: Operand, square: bool, budget: usize) -> Vec<BigInt> {
-    if a.len() == 0 || b.len() == 0 {
-        return Vec::new();
-    }
-    let out_len = a.len() + b.len() - 1;
-    let bits_a = a.max_bits();
-    let bits_b = if square { bits_a } else { b.max_bits() };
-    if bits_a == 0 || bits_b == 0 {
-        return vec![BigInt::default(); out_len];
-    }
-    let shape = Shape {
-        len_a: a.len(),
-        bits_a,
-        len_b: b.len(),
-        bits_b,
-        square,
+    let out_len = match plan_for(a, b, square, budget) {
+        Planned::Empty => return Vec::new(),
+        Planned::Zeros(len) => return vec![BigInt::default(); len],
+        Planned::Plan(plan) => {
+            let mut out = Vec::with_capacity(a.len() + b.len() - 1);
+            convolve_planned(&plan, a, b, square, |c| out.push(c));
+            return out;
+        }
+        Planned::Split => a.len() + b.len() - 1,
     };
-    if let Some(plan) = choose_plan(&shape, budget) {
-        return convolve_planned(&plan, a, b, square);
-    }
     // Too large for one transform: split the longer input, convolve both halves with the other
     // input (each half needs about half the transform) and add the partial results.
     let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
@@ -229,13 +269,14 @@ fn plan_cost(plan: &Plan, out_blocks: usize, square: bool) -> f64 {
     p * n * (transforms * plan.log_len as f64 / 2.0 + 4.0) + coefficients * p * (p + 4.0)
 }
 
-/// Runs one plan: the residues of the digit convolution for every prime, then CRT and assembly.
-fn convolve_planned(plan: &Plan, a: Operand, b: Operand, square: bool) -> Vec<BigInt> {
+/// Runs one plan: the residues of the digit convolution for every prime, then CRT and assembly,
+/// each coefficient handed to `visit` in order.
+fn convolve_planned(plan: &Plan, a: Operand, b: Operand, square: bool, visit: impl FnMut(BigInt)) {
     let residues: Vec<Vec<u64>> = PRIMES[..plan.primes]
         .iter()
         .map(|&p| convolve_mod(plan, a, b, square, &Modulus::new(p)))
         .collect();
-    assemble(plan, &residues, a.len() + b.len() - 1)
+    assemble(plan, &residues, a.len() + b.len() - 1, visit)
 }
 
 /// The digit-sequence convolution modulo one prime, truncated to `out_blocks · W` entries.
@@ -478,8 +519,8 @@ fn accumulator_to_bigint(acc: &mut [i128], limbs: &mut [u64], digits: &mut Vec<u
     BigInt::from_slice(sign, digits)
 }
 
-/// CRT for every coefficient and `c_k = Σ_t coef(k, t) · 2^(tL)`.
-fn assemble(plan: &Plan, residues: &[Vec<u64>], out_blocks: usize) -> Vec<BigInt> {
+/// CRT for every coefficient and `c_k = Σ_t coef(k, t) · 2^(tL)`, handed to `visit` in order.
+fn assemble(plan: &Plan, residues: &[Vec<u64>], out_blocks: usize, mut visit: impl FnMut(BigInt)) {
     let crt = Crt::new(plan.primes);
     let block = plan.block();
     let digit_bits = plan.digit_bits as usize;
@@ -490,22 +531,20 @@ fn assemble(plan: &Plan, residues: &[Vec<u64>], out_blocks: usize) -> Vec<BigInt
     let mut mag = vec![0u64; plan.primes];
     let mut r = [0u64; PRIMES.len()];
     let mut digits = Vec::with_capacity(2 * width);
-    (0..out_blocks)
-        .map(|k| {
-            for t in 0..block {
-                let pos = k * block + t;
-                for (ri, res) in r.iter_mut().zip(residues) {
-                    *ri = res[pos];
-                }
-                if r.iter().all(|&x| x == 0) {
-                    continue;
-                }
-                let negative = crt.reconstruct(&r, &mut mag);
-                add_shifted(&mut acc, &mag, t * digit_bits, negative);
+    for k in 0..out_blocks {
+        for t in 0..block {
+            let pos = k * block + t;
+            for (ri, res) in r.iter_mut().zip(residues) {
+                *ri = res[pos];
             }
-            accumulator_to_bigint(&mut acc, &mut limbs, &mut digits)
-        })
-        .collect()
+            if r.iter().all(|&x| x == 0) {
+                continue;
+            }
+            let negative = crt.reconstruct(&r, &mut mag);
+            add_shifted(&mut acc, &mag, t * digit_bits, negative);
+        }
+        visit(accumulator_to_bigint(&mut acc, &mut limbs, &mut digits));
+    }
 }
 
 #[cfg(test)]
@@ -515,6 +554,20 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use std::time::Instant;
+
+    /// The whole convolution, collected from the stream.
+    fn convolve(a: &DyadicArray, b: &DyadicArray) -> Vec<BigInt> {
+        let mut out = Vec::new();
+        convolve_each(a, b, |c| out.push(c));
+        out
+    }
+
+    /// The whole autoconvolution, collected from the stream.
+    fn autoconvolve(a: &DyadicArray) -> Vec<BigInt> {
+        let mut out = Vec::new();
+        autoconvolve_each(a, |c| out.push(c));
+        out
+    }
 
     /// The O(n·m) definition on big integers.
     fn naive(a: &DyadicArray, b: &DyadicArray) -> Vec<BigInt> {

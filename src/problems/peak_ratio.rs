@@ -3,7 +3,7 @@
 //! `2n · max_k c_k / S²`, and so does the common power of two of the dyadic integers.
 
 use super::FastScore;
-use crate::exact::convolution::autoconvolve;
+use crate::exact::convolution::autoconvolve_each;
 use crate::exact::dyadic::DyadicArray;
 use crate::fast::{self, gamma, UNIT_ROUNDOFF};
 use num_bigint::BigInt;
@@ -40,8 +40,13 @@ pub fn fast(values: &[f64], absolute: bool) -> FastScore {
 /// Exact score `2n · max_k c_k / S²` (absolute value of the max when `absolute`).
 pub fn exact(values: &[f64], absolute: bool) -> BigRational {
     let a = DyadicArray::from_f64(values);
-    let conv = autoconvolve(&a);
-    let mut peak = conv.into_iter().max().expect("non-empty construction");
+    let mut peak: Option<BigInt> = None;
+    autoconvolve_each(&a, |c| {
+        if peak.as_ref().is_none_or(|p| c > *p) {
+            peak = Some(c);
+        }
+    });
+    let mut peak = peak.expect("non-empty construction");
     if absolute {
         peak = peak.abs();
     }

@@ -10,7 +10,7 @@ pub mod objective;
 
 use super::{check_finite, check_some_positive, FastScore, LagModel, Problem, ProblemSpec};
 use crate::error::Violation;
-use crate::exact::convolution::convolve;
+use crate::exact::convolution::convolve_each;
 use crate::exact::dyadic::DyadicArray;
 use crate::fast::{self, gamma, UNIT_ROUNDOFF};
 use crate::objective::{Objective, SmoothMax};
@@ -173,25 +173,25 @@ impl Problem for ErdosMinOverlap {
         let n = values.len();
         let a = DyadicArray::from_f64(values);
         let sum = a.integer_sum();
-        // R for all lags at once: a ∗ reverse(a), index j ↔ lag j − (n − 1).
-        let autocorrelation = convolve(&a, &a.reversed());
         let prefix = prefix_sums(&a);
         let twice_sum = &sum * 2;
         let n_big = BigInt::from(n);
-        let peak = autocorrelation
-            .iter()
-            .enumerate()
-            .map(|(j, r)| {
-                // Overlap sum P for lag j − (n−1): h[lag..n) for lag ≥ 0, h[0..n+lag) otherwise.
-                let overlap = if j >= n - 1 {
-                    &prefix[n] - &prefix[j - (n - 1)]
-                } else {
-                    prefix[j + 1].clone()
-                };
-                &twice_sum * overlap - &n_big * r
-            })
-            .max()
-            .expect("non-empty construction");
+        let (mut j, mut peak) = (0, None::<BigInt>);
+        // R for all lags at once: a ∗ reverse(a), index j ↔ lag j − (n − 1).
+        convolve_each(&a, &a.reversed(), |r| {
+            // Overlap sum P for lag j − (n−1): h[lag..n) for lag ≥ 0, h[0..n+lag) otherwise.
+            let overlap = if j >= n - 1 {
+                &prefix[n] - &prefix[j - (n - 1)]
+            } else {
+                prefix[j + 1].clone()
+            };
+            let value = &twice_sum * overlap - &n_big * r;
+            if peak.as_ref().is_none_or(|p| value > *p) {
+                peak = Some(value);
+            }
+            j += 1;
+        });
+        let peak = peak.expect("non-empty construction");
         super::exact_ratio(peak, &sum * &sum * 2)
     }
 }

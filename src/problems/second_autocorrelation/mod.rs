@@ -9,7 +9,7 @@ pub mod objective;
 
 use super::{check_finite, check_some_positive, FastScore, Problem, ProblemSpec};
 use crate::error::Violation;
-use crate::exact::convolution::autoconvolve;
+use crate::exact::convolution::autoconvolve_each;
 use crate::exact::dyadic::DyadicArray;
 use crate::fast::{self, gamma, UNIT_ROUNDOFF};
 use crate::objective::{Objective, RatioObjective, SmoothMax};
@@ -127,22 +127,23 @@ impl Problem for SecondAutocorrelation {
 
     fn score_exact(&self, values: &[f64]) -> BigRational {
         let a = DyadicArray::from_f64(&clipped(values));
-        let c = autoconvolve(&a);
         let mut squares = BigInt::zero();
         let mut neighbours = BigInt::zero();
         let mut abs_sum = BigInt::zero();
         let mut peak = BigInt::zero();
-        for (k, ck) in c.iter().enumerate() {
-            squares += ck * ck;
-            if let Some(next) = c.get(k + 1) {
-                neighbours += ck * next;
+        let mut previous: Option<BigInt> = None;
+        autoconvolve_each(&a, |ck| {
+            squares += &ck * &ck;
+            if let Some(before) = &previous {
+                neighbours += before * &ck;
             }
             let magnitude = ck.abs();
             abs_sum += &magnitude;
             if magnitude > peak {
                 peak = magnitude;
             }
-        }
+            previous = Some(ck);
+        });
         super::exact_ratio(squares * 2 + neighbours, abs_sum * peak * 3)
     }
 }
