@@ -1,6 +1,6 @@
 //! Every frozen leaderboard construction in `../shared/arena` verifies; the fast value agrees with
 //! the numpy reference within its error bound; the exact value agrees with the Python exact
-//! reference (small files) and, with the `gmp` feature, digit for digit with the GMP verifier.
+//! reference (small files); with the GMP verifier it agrees digit for digit in tests/gmp.rs.
 //! Each test prints a skip note and passes when `../shared/arena` is absent.
 
 mod common;
@@ -74,32 +74,5 @@ fn exact_value_agrees_with_python_fractions_on_small_files() {
         let reference = python_reference("exact_reference.py", &[&entry.problem, path]);
         let report = milo(&["verify", &entry.problem, path, "--json", "--mode", "exact"]).json();
         assert_eq!(report["score_exact"], reference["score_exact"], "{path}");
-    }
-}
-
-#[cfg(feature = "gmp")]
-#[test]
-fn default_and_gmp_exact_values_agree_digit_for_digit() {
-    use milo::exact::rational::{decimal_string, SCORE_DIGITS};
-    let Some(arena) = arena_dir("default_and_gmp_exact_values_agree") else {
-        return;
-    };
-    for entry in arena_entries(&arena) {
-        let values = milo::construction::read_values(&entry.path).unwrap();
-        let problem = milo::problems::by_slug(&entry.problem).unwrap();
-        let default = problem.score_exact(&values);
-        let gmp = problem.score_exact_gmp(&values).unwrap();
-        assert_eq!(
-            decimal_string(&default, SCORE_DIGITS),
-            decimal_string(&gmp, SCORE_DIGITS),
-            "{}",
-            entry.path.display()
-        );
-        assert_eq!(
-            default,
-            gmp,
-            "{}: the rationals differ",
-            entry.path.display()
-        );
     }
 }

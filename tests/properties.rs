@@ -1,5 +1,8 @@
 //! Property tests of the verifiers on constructions the tests make themselves.
 
+mod common;
+
+use common::strategies::{unit_values, wide_value};
 use milo::exact::rational::to_f64;
 use milo::problems::{by_slug, Problem};
 use proptest::prelude::*;
@@ -11,23 +14,6 @@ const ERDOS: &str = "erdos-min-overlap";
 
 fn problem(slug: &str) -> Box<dyn Problem> {
     by_slug(slug).unwrap()
-}
-
-/// A float64 of magnitude anywhere in [1e-300, 1e300] (or a subnormal, or zero), sign as asked.
-fn wide_value(signed: bool) -> impl Strategy<Value = f64> {
-    let magnitude = prop_oneof![
-        8 => (-300i32..300, 1.0f64..10.0).prop_map(|(e, m)| m * 10f64.powi(e)),
-        1 => (1u64..1 << 52).prop_map(f64::from_bits),
-        1 => Just(0.0),
-    ];
-    (magnitude, any::<bool>())
-        .prop_map(move |(m, negative)| if signed && negative { -m } else { m })
-}
-
-/// Values of ordinary size, [0, 1), with some exact zeros.
-fn unit_values(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<f64>> {
-    prop::collection::vec(prop_oneof![9 => 0.0f64..1.0, 1 => Just(0.0)], len)
-        .prop_filter("some positive value", |v| v.iter().any(|&x| x > 0.0))
 }
 
 /// Values for `slug` that pass its rules.
@@ -124,34 +110,4 @@ fn exact_scores_of_hand_computed_cases() {
     assert_eq!(to_f64(&problem(SECOND).score_exact(&[1.0])), 2.0 / 3.0);
     // h = [0.5, 0.5]: already sum n/2 = 1; correlate(h, 1−h) = [0.25, 0.5, 0.25]; ·2/2 → 0.5.
     assert_eq!(to_f64(&problem(ERDOS).score_exact(&[0.5, 0.5])), 0.5);
-}
-
-#[cfg(feature = "gmp")]
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
-
-    /// The default (NTT) and GMP exact verifiers are independent routes to the same rational.
-    #[test]
-    fn default_and_gmp_exact_scores_agree(
-        wide in prop::collection::vec(wide_value(true), 1..150),
-        unit in unit_values(1..400),
-    ) {
-        let wide_positive: Vec<f64> = wide.iter().map(|x| x.abs()).collect();
-        let cases = [
-            (FIRST, wide_positive.clone()),
-            (SECOND, wide_positive),
-            (SECOND, unit.iter().enumerate().map(|(i, x)| if i % 5 == 0 { -x * 1e-6 } else { *x }).collect()),
-            (THIRD, wide),
-            (ERDOS, unit.clone()),
-            (FIRST, unit),
-        ];
-        for (slug, values) in cases {
-            let p = problem(slug);
-            if p.check(&values).is_err() {
-                continue;
-            }
-            let gmp = p.score_exact_gmp(&values).unwrap();
-            prop_assert_eq!(p.score_exact(&values), gmp, "{}", slug);
-        }
-    }
 }

@@ -365,3 +365,25 @@ pub fn processes_with(marker: &str) -> Vec<String> {
     }
     found
 }
+
+/// Proptest strategies for constructions, shared by the property tests and the GMP tests.
+pub mod strategies {
+    use proptest::prelude::*;
+
+    /// A float64 of magnitude anywhere in [1e-300, 1e300] (or a subnormal, or zero), sign as asked.
+    pub fn wide_value(signed: bool) -> impl Strategy<Value = f64> {
+        let magnitude = prop_oneof![
+            8 => (-300i32..300, 1.0f64..10.0).prop_map(|(e, m)| m * 10f64.powi(e)),
+            1 => (1u64..1 << 52).prop_map(f64::from_bits),
+            1 => Just(0.0),
+        ];
+        (magnitude, any::<bool>())
+            .prop_map(move |(m, negative)| if signed && negative { -m } else { m })
+    }
+
+    /// Values of ordinary size, [0, 1), with some exact zeros.
+    pub fn unit_values(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec(prop_oneof![9 => 0.0f64..1.0, 1 => Just(0.0)], len)
+            .prop_filter("some positive value", |v| v.iter().any(|&x| x > 0.0))
+    }
+}
