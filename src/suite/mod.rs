@@ -245,6 +245,19 @@ pub struct Task {
 }
 
 impl Task {
+    /// The CPU this task's run takes relative to other tasks of its suite, for estimates: with an
+    /// evaluation limit, evaluations cost about `n·log₂n` each (`n` the start's length); with
+    /// only a clock limit, its seconds.
+    pub fn relative_cost(&self) -> f64 {
+        match (self.budget.evaluations, self.budget.seconds) {
+            (Some(evaluations), _) => {
+                let n = self.start.values.len().max(2) as f64;
+                evaluations as f64 * n * n.log2()
+            }
+            (None, seconds) => seconds.unwrap_or(0.0),
+        }
+    }
+
     /// The runner settings of this task's run with one thread, cancelled by `cancel`.
     pub fn run_settings(&self, cancel: CancelToken) -> RunSettings {
         RunSettings {

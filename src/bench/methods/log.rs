@@ -139,13 +139,14 @@ impl BaselineLog {
             .sum()
     }
 
-    /// CPU seconds validating the best step's candidate within `budget` on `validation_tasks`
-    /// tasks will take, estimated from its CPU per search task (0 before any step).
-    pub fn validation_estimate(&self, budget: f64, validation_tasks: usize) -> f64 {
+    /// CPU seconds validating the best step's candidate within `budget` will take, estimated from
+    /// its CPU per search task times `validation_tasks`: the validation tasks' cost in search
+    /// tasks (0 before any step).
+    pub fn validation_estimate(&self, budget: f64, validation_tasks: f64) -> f64 {
         self.best(budget).map_or(0.0, |best| {
             let evaluation = &self.steps[best].evaluation;
             let per_task = evaluation.cpu_seconds() / evaluation.tasks.len().max(1) as f64;
-            per_task * validation_tasks as f64
+            per_task * validation_tasks
         })
     }
 

@@ -97,6 +97,7 @@ impl Method for Stock {
 mod tests {
     use super::super::fixture;
     use super::*;
+    use crate::suite::Split;
 
     #[test]
     fn each_step_starts_from_the_previous_steps_best_when_it_improved() {
@@ -106,7 +107,7 @@ mod tests {
         std::fs::create_dir_all(&run).unwrap();
         // Three runs, each resumed from the records with a budget just above what was spent
         // and what validating its best will take: each makes at least one more step.
-        let validation_tasks = suite.validation_tasks().count();
+        let validation_tasks = fixture::context(&suite, &run, 0.0).validation_in_search_tasks();
         for _ in 0..3 {
             let log = BaselineLog::open(&run).unwrap();
             let reserve = log.validation_estimate(f64::INFINITY, validation_tasks);
@@ -136,6 +137,29 @@ mod tests {
     }
 
     #[test]
+    fn validating_on_shorter_held_out_starts_is_reserved_at_their_smaller_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut suite = fixture::tiny_suite(dir.path());
+        let full = fixture::context(&suite, dir.path(), 1.0).validation_in_search_tasks();
+        // The held-out start cut from 80 values to 8: n·log₂n falls from 505.8 to 24.
+        for task in suite
+            .tasks
+            .iter_mut()
+            .filter(|t| t.split == Split::Validation)
+        {
+            let mut start = (*task.start).clone();
+            start.values = Arc::new(start.values[..8].to_vec());
+            task.start = Arc::new(start);
+        }
+        let short = fixture::context(&suite, dir.path(), 1.0).validation_in_search_tasks();
+        let ratio = (8.0 * 3.0) / (80.0 * 80f64.log2());
+        assert!(
+            (short - full * ratio).abs() < 1e-12,
+            "{short} vs {full} × {ratio}"
+        );
+    }
+
+    #[test]
     fn a_step_is_made_only_while_the_budget_holds_the_search_and_the_validation_of_the_best() {
         let dir = tempfile::tempdir().unwrap();
         let suite = fixture::tiny_suite(dir.path());
@@ -155,10 +179,15 @@ mod tests {
         }
         let spent = log.cpu_seconds();
         let validation_tasks = suite.validation_tasks().count();
-        let reserve = log.validation_estimate(f64::INFINITY, validation_tasks);
-        assert_eq!(
-            reserve, validation_tasks as f64,
-            "a second per validation task"
+        let in_search_tasks = fixture::context(&suite, &run, 0.0).validation_in_search_tasks();
+        assert!(
+            (in_search_tasks - validation_tasks as f64).abs() < 1e-9,
+            "every start is as long as every other: {in_search_tasks}"
+        );
+        let reserve = log.validation_estimate(f64::INFINITY, in_search_tasks);
+        assert!(
+            (reserve - validation_tasks as f64).abs() < 1e-9,
+            "a second per validation task: {reserve}"
         );
         let short = fixture::context(&suite, &run, spent + 0.5 * reserve);
         assert!(!short.may_step(&log));
