@@ -470,6 +470,8 @@ fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
 /// The extension module.
 #[pymodule]
 fn _milo(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Built at import, so that no call pays for it.
+    PROBLEMS.get_or_init(all);
     module.add_function(wrap_pyfunction!(problems_json, module)?)?;
     module.add_function(wrap_pyfunction!(slug, module)?)?;
     module.add_function(wrap_pyfunction!(verify, module)?)?;
