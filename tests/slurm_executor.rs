@@ -8,17 +8,31 @@
 mod common;
 mod slurm_cluster;
 
-use common::tiny_suite;
+use common::{suite_of_starts, tiny_suite};
 use milo::cancel::CancelToken;
 use milo::executor::{AttemptTask, Executor, LocalThreads, Slurm, SlurmOptions};
 use serde_json::Value;
 use slurm_cluster::{wait_for, Cluster};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// One cluster at a time: the machine has few cores and each cluster its own daemons.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Tests that set `SLURM_CONF` in this process (the executor's sbatch and squeue read it), look
+/// pilots up by job id (every cluster numbers its jobs from 1) or measure run alone ([`alone`]);
+/// the others drive their cluster through child processes only and may run at the same time
+/// ([`beside_others`]): their clusters share nothing but the machine, and they mostly wait for
+/// the scheduler's passes.
+static SERIAL: RwLock<()> = RwLock::new(());
+
+/// Holds [`SERIAL`] for a test that runs alone.
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    SERIAL.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Holds [`SERIAL`] for a test that may run beside others of its kind.
+fn beside_others() -> RwLockReadGuard<'static, ()> {
+    SERIAL.read().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The evolve settings every run here shares.
 const EVOLVE: [&str; 8] = [
@@ -95,8 +109,8 @@ fn submissions(run: &Path) -> Vec<(String, Value)> {
     all
 }
 
-/// The reference: the same run on local threads.
-fn local_run(dir: &Path, suite: &Path) -> PathBuf {
+/// The reference: the same run on local threads, started now, beside the run on Slurm.
+fn local_run(dir: &Path, suite: &Path) -> LocalRun {
     let run = dir.join("local");
     let mut args = vec![
         "evolve",
@@ -106,8 +120,37 @@ fn local_run(dir: &Path, suite: &Path) -> PathBuf {
         run.to_str().unwrap(),
     ];
     args.extend(EVOLVE);
-    succeed(milo(None, &args));
-    run
+    let (out, err) = (dir.join("local.out"), dir.join("local.err"));
+    let child = milo(None, &args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("milo runs");
+    LocalRun {
+        run,
+        child,
+        output: [out, err],
+    }
+}
+
+/// The reference run on local threads, running.
+struct LocalRun {
+    run: PathBuf,
+    child: Child,
+    /// Its standard output and error.
+    output: [PathBuf; 2],
+}
+
+impl LocalRun {
+    /// Its run directory, once it succeeded.
+    fn finished(mut self) -> PathBuf {
+        let status = self.child.wait().expect("milo runs");
+        let [out, err] = self
+            .output
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default());
+        assert!(status.success(), "{out}{err}");
+        self.run
+    }
 }
 
 fn slurm_args<'a>(suite: &'a Path, run: &'a Path) -> Vec<&'a str> {
@@ -128,7 +171,7 @@ fn slurm_args<'a>(suite: &'a Path, run: &'a Path) -> Vec<&'a str> {
 
 #[test]
 fn evolve_on_slurm_records_the_lineage_of_local_threads() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let Some(cluster) = Cluster::start("evolve_on_slurm_records_the_lineage_of_local_threads")
     else {
         return;
@@ -138,7 +181,7 @@ fn evolve_on_slurm_records_the_lineage_of_local_threads() {
     let local = local_run(dir.path(), &suite);
     let run = dir.path().join("slurm");
     succeed(milo(Some(&cluster), &slurm_args(&suite, &run)));
-    assert_eq!(lineage(&run), lineage(&local));
+    assert_eq!(lineage(&run), lineage(&local.finished()));
     let subs = submissions(&run);
     assert!(!subs.is_empty(), "the tasks ran as Slurm jobs");
     assert!(
@@ -178,12 +221,12 @@ const POLISH: &str = "name = \"polish\"\n\n[[steps]]\nkind = \"lbfgs\"\nparamete
 
 #[test]
 fn cancelled_jobs_are_resubmitted_and_a_task_that_always_fails_is_recorded_once() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = alone();
     let test = "cancelled_jobs_are_resubmitted_and_a_task_that_always_fails_is_recorded_once";
     let Some(cluster) = Cluster::start(test) else {
         return;
     };
-    // SAFETY of the environment: the tests here run one at a time (SERIAL); the executor's
+    // SAFETY of the environment: this test runs alone (SERIAL); the executor's
     // sbatch and squeue read SLURM_CONF from this process.
     unsafe { std::env::set_var("SLURM_CONF", &cluster.conf) };
     let dir = tempfile::tempdir().unwrap();
@@ -352,13 +395,13 @@ fn signal(pid: u32, signal: &str) {
 
 #[test]
 fn claims_of_a_cancelled_pilot_and_of_a_frozen_one_return_to_the_queue_and_nothing_is_lost() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = alone();
     let test =
         "claims_of_a_cancelled_pilot_and_of_a_frozen_one_return_to_the_queue_and_nothing_is_lost";
     let Some(cluster) = Cluster::start(test) else {
         return;
     };
-    // SAFETY of the environment: the tests here run one at a time (SERIAL); the executor's
+    // SAFETY of the environment: this test runs alone (SERIAL); the executor's
     // sbatch and squeue read SLURM_CONF from this process.
     unsafe { std::env::set_var("SLURM_CONF", &cluster.conf) };
     let dir = tempfile::tempdir().unwrap();
@@ -428,12 +471,20 @@ fn claims_of_a_cancelled_pilot_and_of_a_frozen_one_return_to_the_queue_and_nothi
         .find(|(_, h)| *h == frozen)
         .and_then(|(t, _)| t.parse().ok())
         .unwrap();
+    // The reference on local threads, computed while the frozen pilot's claim goes stale (the
+    // node's CPUs idle then).
+    let reference = {
+        let tasks = tasks.clone();
+        std::thread::spawn(move || {
+            LocalThreads::new(2)
+                .run(&tasks, &CancelToken::new())
+                .unwrap()
+        })
+    };
     let results = handle.join().unwrap();
 
     // The same attempts as on local threads, each once.
-    let reference = LocalThreads::new(2)
-        .run(&tasks, &CancelToken::new())
-        .unwrap();
+    let reference = reference.join().unwrap();
     assert_eq!(results.len(), reference.len());
     for (i, (got, want)) in results.iter().zip(&reference).enumerate() {
         let (got, want) = (got.as_ref().unwrap(), want.as_ref().unwrap());
@@ -497,12 +548,12 @@ fn claims_of_a_cancelled_pilot_and_of_a_frozen_one_return_to_the_queue_and_nothi
 
 #[test]
 fn a_batch_whose_pilot_job_the_cluster_never_knew_gets_pilots_again() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = alone();
     let test = "a_batch_whose_pilot_job_the_cluster_never_knew_gets_pilots_again";
     let Some(cluster) = Cluster::start(test) else {
         return;
     };
-    // SAFETY of the environment: the tests here run one at a time (SERIAL); the executor's
+    // SAFETY of the environment: this test runs alone (SERIAL); the executor's
     // sbatch and squeue read SLURM_CONF from this process.
     unsafe { std::env::set_var("SLURM_CONF", &cluster.conf) };
     let dir = tempfile::tempdir().unwrap();
@@ -538,7 +589,7 @@ fn a_batch_whose_pilot_job_the_cluster_never_knew_gets_pilots_again() {
 
 #[test]
 fn a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let Some(cluster) =
         Cluster::start("a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs")
     else {
@@ -571,7 +622,7 @@ fn a_controller_killed_mid_round_resumes_by_adopting_its_queued_jobs() {
         Some(&cluster),
         &["evolve", "--resume", run.to_str().unwrap()],
     ));
-    assert_eq!(lineage(&run), lineage(&local));
+    assert_eq!(lineage(&run), lineage(&local.finished()));
     let subs = submissions(&run);
     assert!(
         subs.iter().all(|(_, s)| s["reason"] == "initial"),
@@ -594,7 +645,7 @@ fn batches(spool: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn evolve_with_pilots_records_the_lineage_of_local_threads() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let Some(cluster) = Cluster::start("evolve_with_pilots_records_the_lineage_of_local_threads")
     else {
         return;
@@ -606,7 +657,7 @@ fn evolve_with_pilots_records_the_lineage_of_local_threads() {
     let mut args = slurm_args(&suite, &run);
     args.extend(["--slurm-pilots", "2", "--slurm-pilot-stale", "5"]);
     succeed(milo(Some(&cluster), &args));
-    assert_eq!(lineage(&run), lineage(&local));
+    assert_eq!(lineage(&run), lineage(&local.finished()));
     let subs = submissions(&run);
     assert!(!subs.is_empty(), "the tasks ran on Slurm");
     for (batch, s) in &subs {
@@ -627,7 +678,7 @@ fn evolve_with_pilots_records_the_lineage_of_local_threads() {
 
 #[test]
 fn a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let test = "a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots";
     let Some(cluster) = Cluster::start(test) else {
         return;
@@ -636,9 +687,19 @@ fn a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots() {
     let suite = tiny_suite(dir.path());
     let local = local_run(dir.path(), &suite);
     let run = dir.path().join("slurm");
-    // Each pilot waits 2 s before it starts: the pilots are alive when the controller is killed.
+    // The first pilot job's pilots start at once; those of every later one wait in their setup
+    // until the gate (a file) opens after the kill: pilots are alive when the controller is
+    // killed, whatever the machine's speed.
+    let (first, gate) = (dir.path().join("first"), dir.path().join("gate"));
+    let setup = format!(
+        "ln -s \"$SLURM_ARRAY_JOB_ID\" '{first}' 2>/dev/null; \
+         [ \"$(readlink '{first}')\" = \"$SLURM_ARRAY_JOB_ID\" ] || \
+         until [ -e '{gate}' ]; do sleep 0.05; done",
+        first = first.display(),
+        gate = gate.display()
+    );
     let mut args = slurm_args(&suite, &run);
-    args.extend(["--slurm-pilots", "2", "--slurm-setup", "sleep 2"]);
+    args.extend(["--slurm-pilots", "2", "--slurm-setup", &setup]);
     let mut controller: Child = milo(Some(&cluster), &args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -653,11 +714,12 @@ fn a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots() {
         .filter(|(_, s)| s == "PENDING" || s == "RUNNING")
         .count();
     assert!(live_at_kill > 0, "pilots were alive at the kill");
+    std::fs::write(&gate, "").unwrap();
     succeed(milo(
         Some(&cluster),
         &["evolve", "--resume", run.to_str().unwrap()],
     ));
-    assert_eq!(lineage(&run), lineage(&local));
+    assert_eq!(lineage(&run), lineage(&local.finished()));
     let subs = submissions(&run);
     assert!(
         subs.iter().all(|(_, s)| s["reason"] == "initial"),
@@ -667,7 +729,7 @@ fn a_controller_killed_in_pilot_mode_resumes_by_adopting_its_live_pilots() {
 
 #[test]
 fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let test = "a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated";
     let Some(cluster) = Cluster::start(test) else {
         return;
@@ -676,10 +738,12 @@ fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated()
     let suite = tiny_suite(dir.path());
     let local = local_run(dir.path(), &suite);
     let run = dir.path().join("slurm");
+    // Each job waits in its setup until the gate (a file) opens once the node went down and came
+    // back: the node goes down under a running job, whatever the machine's speed.
+    let gate = dir.path().join("gate");
+    let setup = format!("until [ -e '{}' ]; do sleep 0.05; done", gate.display());
     let mut args = slurm_args(&suite, &run);
-    // Each job runs for at least 2 s before its worker starts: the node goes down under a running
-    // job, whatever the machine's speed.
-    args.extend(["--slurm-setup", "sleep 2"]);
+    args.extend(["--slurm-setup", &setup]);
     let mut controller: Child = milo(Some(&cluster), &args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -712,6 +776,7 @@ fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated()
         },
         "the node to come back",
     );
+    std::fs::write(&gate, "").unwrap();
     // A requeued job waits for eligibility; make the waiting ones eligible now.
     while controller.try_wait().unwrap().is_none() {
         for (id, state) in cluster.jobs() {
@@ -730,17 +795,26 @@ fn a_node_set_down_mid_run_requeues_its_jobs_and_nothing_is_lost_or_duplicated()
         shown.contains("Restarts=1") || shown.contains("Restarts=2"),
         "some job was requeued after the node failure"
     );
-    assert_eq!(lineage(&run), lineage(&local), "nothing lost or duplicated");
+    assert_eq!(
+        lineage(&run),
+        lineage(&local.finished()),
+        "nothing lost or duplicated"
+    );
 }
 
 #[test]
 fn bench_runs_its_evaluations_on_slurm() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let Some(cluster) = Cluster::start("bench_runs_its_evaluations_on_slurm") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let suite = tiny_suite(dir.path());
+    // Starts of 3,000 values: each search task takes tens of CPU milliseconds, so the first step
+    // spends the budget and is the run's one evaluation (it ends past the budget: no candidate
+    // is validated). A task of the tiny suite's 80 values takes less than the 10 ms in which a
+    // thread's CPU time counts, so it counted 0 but about once in 150 tasks: the run went on
+    // for a random number of steps (30 to 50 here), each a second or more on Slurm.
+    let suite = suite_of_starts(dir.path(), 3000);
     let out = dir.path().join("bench");
     succeed(milo(
         Some(&cluster),
@@ -797,7 +871,7 @@ fn bench_runs_its_evaluations_on_slurm() {
 #[test]
 #[ignore = "a measurement of a few minutes; prints the table of docs/search.md"]
 fn overhead_per_task_of_pilots_job_arrays_and_local_threads() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = alone();
     let test = "overhead_per_task_of_pilots_job_arrays_and_local_threads";
     let Some(cluster) = Cluster::start(test) else {
         return;
@@ -921,7 +995,7 @@ fn descendants(pid: u32) -> Vec<u32> {
 
 #[test]
 fn dropping_the_cluster_leaves_no_step_of_its_jobs_running() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = beside_others();
     let test = "dropping_the_cluster_leaves_no_step_of_its_jobs_running";
     let Some(cluster) = Cluster::start(test) else {
         return;

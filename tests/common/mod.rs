@@ -141,15 +141,20 @@ pub fn python_reference(script: &str, args: &[&str]) -> serde_json::Value {
 
 /// Writes a small third-problem suite with three starts (one held out) into `dir`.
 pub fn tiny_suite(dir: &Path) -> PathBuf {
+    suite_of_starts(dir, 80)
+}
+
+/// [`tiny_suite`] with starts of `len` values each (the tiny suite's are 80).
+pub fn suite_of_starts(dir: &Path, len: usize) -> PathBuf {
     let mut starts = String::new();
     for (label, phase, split) in [
         ("wave-a", 0.3, "search"),
         ("wave-b", 1.1, "search"),
         ("wave-c", 2.0, "validation"),
     ] {
-        let values: Vec<f64> = (0..80)
+        let values: Vec<f64> = (0..len)
             .map(|i| {
-                let x = (i as f64 + 0.5) / 80.0;
+                let x = (i as f64 + 0.5) / len as f64;
                 1.0 + 0.4 * (6.0 * x + phase).sin() - 0.3 * x
             })
             .collect();

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 const START_PATIENCE: Duration = Duration::from_secs(60);
 /// How long cancelled jobs may take to leave the queue and their steps to end.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(30);
+/// The name of the job that [`Cluster::start`] runs to warm the scheduler up.
+const WARM_UP: &str = "milo-test-warm-up";
 
 /// A running cluster; its daemons are stopped when it is dropped.
 pub struct Cluster {
@@ -27,14 +29,15 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts munged, slurmctld and slurmd; `None` (after a SKIP note naming `test`) when this
-    /// machine cannot run them.
+    /// Starts munged, slurmctld and slurmd and runs a first job step ([`Cluster::warm_up`]);
+    /// `None` (after a SKIP note naming `test`) when this machine cannot run them.
     pub fn start(test: &str) -> Option<Cluster> {
         let missing: Vec<&str> = [
             "munged",
             "slurmctld",
             "slurmd",
             "sbatch",
+            "srun",
             "squeue",
             "scontrol",
         ]
@@ -73,6 +76,12 @@ impl Cluster {
             std::fs::set_permissions(&munge, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let node = hostname();
+        // An epilog, though it does nothing: slurmd then reports each job's end in an
+        // EPILOG_COMPLETE message, on which slurmctld schedules at once; without one, the job's
+        // CPUs are taken up again only by the scheduler's next pass (once a second at best), so
+        // each element of an array held back by the throttle or by the node's CPUs waited up
+        // to a second for nothing.
+        let epilog = which("true").expect("true");
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (ctld_port, d_port) = (free_port(), free_port());
         let r = root.display();
@@ -89,9 +98,10 @@ impl Cluster {
                  SlurmctldPidFile={r}/slurmctld.pid\nSlurmdPidFile={r}/slurmd.pid\n\
                  SlurmctldLogFile={r}/log/slurmctld.log\nSlurmdLogFile={r}/log/slurmd.log\n\
                  SlurmctldPort={ctld_port}\nSlurmdPort={d_port}\nReturnToService=2\n\
-                 SchedulerParameters=sched_interval=1\nMinJobAge=600\n\
+                 SchedulerParameters=sched_interval=1\nMinJobAge=600\nEpilog={epilog}\n\
                  NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN\n\
-                 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n"
+                 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+                epilog = epilog.display()
             ),
         )
         .unwrap();
@@ -116,7 +126,7 @@ impl Cluster {
         quiet(&mut munged);
         cluster.daemons.push(munged.spawn().expect("munged starts"));
         let socket = root.join("munge/munge.socket.2");
-        wait_for(|| socket.exists(), "the munge socket");
+        poll_until(SHORT_POLL, || socket.exists(), "the munge socket");
         for daemon in ["slurmctld", "slurmd"] {
             let mut command = Command::new(which(daemon).unwrap());
             command.arg("-D").env("SLURM_CONF", &cluster.conf);
@@ -124,6 +134,15 @@ impl Cluster {
             cluster
                 .daemons
                 .push(command.spawn().expect("a Slurm daemon starts"));
+            // slurmd registers as it starts and, refused, tries again only a second later: it
+            // starts once slurmctld listens.
+            if daemon == "slurmctld" {
+                poll_until(
+                    SHORT_POLL,
+                    || std::net::TcpStream::connect(("127.0.0.1", ctld_port)).is_ok(),
+                    "slurmctld to listen",
+                );
+            }
         }
         wait_for(
             || {
@@ -133,7 +152,27 @@ impl Cluster {
             },
             "the node to be idle",
         );
+        cluster.warm_up();
         Some(cluster)
+    }
+
+    /// Runs one job step at once, so the test's first batch does not wait seconds for the
+    /// scheduler. slurmctld reads its `SchedulerParameters` (`sched_interval=1`) only in its
+    /// first scheduling pass, and until then schedules batch jobs `batch_sched_delay` (3 s)
+    /// after it started at the earliest; an `srun` job is allocated as it is asked for, and its
+    /// end (the epilog's report) runs that first pass. The job is named [`WARM_UP`] and left out
+    /// of [`Cluster::jobs`].
+    fn warm_up(&self) {
+        let ran = Command::new("srun")
+            .args(["--job-name", WARM_UP, "true"])
+            .env("SLURM_CONF", &self.conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        assert!(
+            ran.is_ok_and(|s| s.success()),
+            "the cluster runs a job step (srun true)"
+        );
     }
 
     /// Runs a Slurm command with this cluster's configuration; its stdout when it succeeds.
@@ -153,14 +192,15 @@ impl Cluster {
         self.dir.path()
     }
 
-    /// Every job the cluster knows, `(id, state)` per array element.
+    /// Every job the cluster knows but the warm-up's, `(id, state)` per array element.
     pub fn jobs(&self) -> Vec<(String, String)> {
-        self.tool("squeue", &["-h", "-r", "-t", "all", "-o", "%i %T"])
+        self.tool("squeue", &["-h", "-r", "-t", "all", "-o", "%i %T %j"])
             .unwrap_or_default()
             .lines()
             .filter_map(|l| {
                 let mut p = l.split_whitespace();
-                Some((p.next()?.to_string(), p.next()?.to_string()))
+                let job = (p.next()?.to_string(), p.next()?.to_string());
+                (p.next() != Some(WARM_UP)).then_some(job)
             })
             .collect()
     }
@@ -248,11 +288,20 @@ impl Drop for Cluster {
 }
 
 /// Waits until `ready` holds, polling; panics naming `what` after [`START_PATIENCE`].
-pub fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
+pub fn wait_for(ready: impl FnMut() -> bool, what: &str) {
+    poll_until(Duration::from_millis(100), ready, what);
+}
+
+/// Between two looks at what costs no Slurm command (a file, a port).
+const SHORT_POLL: Duration = Duration::from_millis(10);
+
+/// Waits until `ready` holds, looking every `interval`; panics naming `what` after
+/// [`START_PATIENCE`].
+fn poll_until(interval: Duration, mut ready: impl FnMut() -> bool, what: &str) {
     let deadline = Instant::now() + START_PATIENCE;
     while !ready() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(interval);
     }
 }
 
