@@ -272,32 +272,51 @@ fn plan_cost(plan: &Plan, out_blocks: usize, square: bool) -> f64 {
 /// Runs one plan: the residues of the digit convolution for every prime, then CRT and assembly,
 /// each coefficient handed to `visit` in order.
 fn convolve_planned(plan: &Plan, a: Operand, b: Operand, square: bool, visit: impl FnMut(BigInt)) {
+    let mut scratch = Scratch::default();
     let residues: Vec<Vec<u64>> = PRIMES[..plan.primes]
         .iter()
-        .map(|&p| convolve_mod(plan, a, b, square, &Modulus::new(p)))
+        .map(|&p| convolve_mod(plan, a, b, square, &Modulus::new(p), &mut scratch))
         .collect();
     assemble(plan, &residues, a.len() + b.len() - 1, visit)
 }
 
+/// The buffers one convolution's transforms share from prime to prime: the twiddle table and
+/// the second operand's transform.
+#[derive(Default)]
+struct Scratch {
+    twiddles: Vec<u64>,
+    fb: Vec<u64>,
+}
+
 /// The digit-sequence convolution modulo one prime, truncated to `out_blocks · W` entries.
-fn convolve_mod(plan: &Plan, a: Operand, b: Operand, square: bool, m: &Modulus) -> Vec<u64> {
+fn convolve_mod(
+    plan: &Plan,
+    a: Operand,
+    b: Operand,
+    square: bool,
+    m: &Modulus,
+    scratch: &mut Scratch,
+) -> Vec<u64> {
     let n = 1usize << plan.log_len;
     let pow2 = powers_of_two(m, plan.digit_bits);
-    let forward_table = ntt::twiddles(m, plan.log_len, false);
+    let table = &mut scratch.twiddles;
+    ntt::twiddles_into(m, plan.log_len, false, table);
     let mut fa = vec![0u64; n];
     load_digits(&mut fa, a, plan, &pow2, m);
-    ntt::forward(m, &forward_table, &mut fa);
+    ntt::forward(m, table, &mut fa);
     let scale = ntt::product_scale(m, plan.log_len);
     if square {
         ntt::square_pointwise(m, &mut fa, scale);
     } else {
-        let mut fb = vec![0u64; n];
-        load_digits(&mut fb, b, plan, &pow2, m);
-        ntt::forward(m, &forward_table, &mut fb);
-        ntt::multiply_pointwise(m, &mut fa, &fb, scale);
+        let fb = &mut scratch.fb;
+        fb.clear();
+        fb.resize(n, 0);
+        load_digits(fb, b, plan, &pow2, m);
+        ntt::forward(m, table, fb);
+        ntt::multiply_pointwise(m, &mut fa, fb, scale);
     }
-    drop(forward_table);
-    ntt::inverse(m, &ntt::twiddles(m, plan.log_len, true), &mut fa);
+    ntt::twiddles_into(m, plan.log_len, true, table);
+    ntt::inverse(m, table, &mut fa);
     fa.truncate((a.len() + b.len() - 1) * plan.block());
     fa
 }

@@ -146,12 +146,15 @@ impl Modulus {
 
 /// Twiddle table for transforms of one length: entry `h + j` is `ω_(2h)^j` (Montgomery form) for
 /// every stage half-width `h` and `j < h`, where `ω_(2h)` is a primitive `2h`-th root of unity
-/// (or its inverse, for the inverse transform). Total size: the transform length.
-pub(super) fn twiddles(m: &Modulus, log_len: u32, inverse: bool) -> Vec<u64> {
+/// (or its inverse, for the inverse transform). Total size: the transform length. Written into
+/// `table` (resized), so that one buffer serves every table of a convolution: each buffer a
+/// transform touches for the first time costs the page faults of its fresh memory.
+pub(super) fn twiddles_into(m: &Modulus, log_len: u32, inverse: bool, table: &mut Vec<u64>) {
     let n = 1usize << log_len;
-    let mut table = vec![0u64; n.max(2)];
+    table.clear();
+    table.resize(n.max(2), 0);
     if n < 2 {
-        return table;
+        return;
     }
     let mut root = m.root_of_unity(log_len);
     if inverse {
@@ -180,7 +183,6 @@ pub(super) fn twiddles(m: &Modulus, log_len: u32, inverse: bool) -> Vec<u64> {
         }
         h /= 2;
     }
-    table
 }
 
 /// Transforms at most this long run stage by stage; longer ones first split recursively, so
@@ -285,6 +287,13 @@ pub(super) fn square_pointwise(m: &Modulus, a: &mut [u64], scale: u64) {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// A fresh twiddle table.
+    fn twiddles(m: &Modulus, log_len: u32, inverse: bool) -> Vec<u64> {
+        let mut table = Vec::new();
+        twiddles_into(m, log_len, inverse, &mut table);
+        table
+    }
 
     fn mul_mod(a: u64, b: u64, p: u64) -> u64 {
         ((a as u128 * b as u128) % p as u128) as u64
