@@ -39,26 +39,36 @@ const WORK_BUDGET_WORDS: usize = 1 << 26;
 /// accepts) the coefficients are never all held at once, so a score that folds them (a maximum,
 /// a sum) holds one coefficient at a time.
 pub fn convolve_each(a: &DyadicArray, b: &DyadicArray, visit: impl FnMut(BigInt)) {
-    convolve_streamed(Operand::of(a), Operand::of(b), false, visit)
+    convolve_streamed(
+        Operand::of(a),
+        Operand::of(b),
+        false,
+        WORK_BUDGET_WORDS,
+        visit,
+    )
 }
 
 /// The exact autoconvolution `a ∗ a` (one forward transform instead of two), streamed as
 /// [`convolve_each`].
 pub fn autoconvolve_each(a: &DyadicArray, visit: impl FnMut(BigInt)) {
     let a = Operand::of(a);
-    convolve_streamed(a, a, true, visit)
+    convolve_streamed(a, a, true, WORK_BUDGET_WORDS, visit)
 }
 
-/// Streams the convolution from one plan, or (when the inputs must be split) from the sum of
-/// the halves' results.
-fn convolve_streamed(a: Operand, b: Operand, square: bool, mut visit: impl FnMut(BigInt)) {
-    match plan_for(a, b, square, WORK_BUDGET_WORDS) {
+/// Streams the convolution within `budget` words: from one plan, or (when the inputs must be
+/// split) from the sum of the halves' results.
+fn convolve_streamed(
+    a: Operand,
+    b: Operand,
+    square: bool,
+    budget: usize,
+    mut visit: impl FnMut(BigInt),
+) {
+    match plan_for(a, b, square, budget) {
         Planned::Empty => {}
         Planned::Zeros(len) => (0..len).for_each(|_| visit(BigInt::default())),
         Planned::Plan(plan) => convolve_planned(&plan, a, b, square, visit),
-        Planned::Split => convolve_within(a, b, square, WORK_BUDGET_WORDS)
-            .into_iter()
-            .for_each(visit),
+        Planned::Split => convolve_split(a, b, budget).into_iter().for_each(visit),
     }
 }
 
@@ -143,20 +153,16 @@ impl<'a> Operand<'a> {
     }
 }
 
-/// Convolution with an explicit memory budget (in words); `square` means `b` is `a`.
+/// Convolution with an explicit memory budget (in words), collected; `square` means `b` is `a`.
 fn convolve_within(a: Operand, b: Operand, square: bool, budget: usize) -> Vec<BigInt> {
-    let out_len = match plan_for(a, b, square, budget) {
-        Planned::Empty => return Vec::new(),
-        Planned::Zeros(len) => return vec![BigInt::default(); len],
-        Planned::Plan(plan) => {
-            let mut out = Vec::with_capacity(a.len() + b.len() - 1);
-            convolve_planned(&plan, a, b, square, |c| out.push(c));
-            return out;
-        }
-        Planned::Split => a.len() + b.len() - 1,
-    };
-    // Too large for one transform: split the longer input, convolve both halves with the other
-    // input (each half needs about half the transform) and add the partial results.
+    let mut out = Vec::with_capacity((a.len() + b.len()).saturating_sub(1));
+    convolve_streamed(a, b, square, budget, |c| out.push(c));
+    out
+}
+
+/// A convolution too large for one transform: split the longer input, convolve both halves with
+/// the other input (each half needs about half the transform) and add the partial results.
+fn convolve_split(a: Operand, b: Operand, budget: usize) -> Vec<BigInt> {
     let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
     assert!(
         long.len() > 1,
@@ -165,7 +171,7 @@ fn convolve_within(a: Operand, b: Operand, square: bool, budget: usize) -> Vec<B
     let mid = long.len() / 2;
     let (lo, hi) = long.split_at(mid);
     let mut out = convolve_within(lo, short, false, budget);
-    out.resize(out_len, BigInt::default());
+    out.resize(a.len() + b.len() - 1, BigInt::default());
     for (dst, src) in out[mid..]
         .iter_mut()
         .zip(convolve_within(hi, short, false, budget))

@@ -107,10 +107,10 @@ mod tests {
         std::fs::create_dir_all(&run).unwrap();
         // Three runs, each resumed from the records with a budget just above what was spent
         // and what validating its best will take: each makes at least one more step.
-        let validation_tasks = fixture::context(&suite, &run, 0.0).validation_in_search_tasks();
+        let validation_cost = fixture::context(&suite, &run, 0.0).validation_in_search_tasks();
         for _ in 0..3 {
             let log = BaselineLog::open(&run).unwrap();
-            let reserve = log.validation_estimate(f64::INFINITY, validation_tasks);
+            let reserve = log.validation_estimate(f64::INFINITY, validation_cost);
             let ctx = fixture::context(&suite, &run, log.cpu_seconds() + reserve + 1e-9);
             Stock::default().run(&ctx).unwrap().unwrap();
         }
