@@ -405,6 +405,7 @@ fn resolution(program: &Program, ctx: &EditContext) -> Option<(Program, String)>
             method: ResampleMethod::BlockRepeat,
             factor: 2,
             noise: 1e-9,
+            max_n: None,
         })),
     );
     Some((edited, "double the resolution first (block repeat)".into()))

@@ -3,7 +3,7 @@
 //! DOMAIN.md: resampling an optimum without re-optimising destroys it, so a program follows these
 //! with a polish; block-repeat keeps the first and third scores exactly and is the safe default.
 
-use super::{non_negative, Stage, StageOutcome, Tunable, TuneRange};
+use super::{at_least_one, non_negative, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::Budget;
 use crate::problems::Problem;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,11 @@ pub struct Resample {
     /// Noise added afterwards, relative to the values' spread.
     #[serde(default = "default_noise")]
     pub noise: f64,
+    /// The finest resolution this stage goes to (also capped by the problem's length limit);
+    /// absent: the length limit. A finer grid than that leaves the values unchanged, so a
+    /// program run again from its own output (a campaign's promoted start) stops growing there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_n: Option<usize>,
 }
 
 fn default_factor() -> usize {
@@ -45,6 +50,7 @@ fn default_noise() -> f64 {
 const TUNABLE: &[Tunable] = &[
     Tunable::new("factor", TuneRange::Count(64)),
     Tunable::new("noise", TuneRange::Positive),
+    Tunable::new("max_n", TuneRange::Count(1 << 26)),
 ];
 
 impl Stage for Resample {
@@ -58,7 +64,10 @@ impl Stage for Resample {
 
     fn check(&self, path: &str) -> Result<(), String> {
         if self.factor < 2 {
-            return Err(format!("{path}.factor: must be at least 2"));
+            return Err(format!("{path}.factor: must be at least 2, got {}", self.factor));
+        }
+        if let Some(m) = self.max_n {
+            at_least_one(path, "max_n", m)?;
         }
         non_negative(path, "noise", self.noise)
     }
@@ -67,8 +76,9 @@ impl Stage for Resample {
         TUNABLE
     }
 
-    /// The resampled values with noise; a finer grid than the problem allows would be invalid
-    /// (and can be huge when a loop repeats the step), so then the values are left unchanged.
+    /// The resampled values with noise; a finer grid than `max_n` or the problem allows would be
+    /// invalid or unwanted (and can be huge when a loop repeats the step), so then the values are
+    /// left unchanged and the note says why.
     fn run(
         &self,
         problem: &dyn Problem,
@@ -76,10 +86,21 @@ impl Stage for Resample {
         _budget: &Budget,
         seed: u64,
     ) -> StageOutcome {
-        if self.method != ResampleMethod::Pool
-            && start.len().saturating_mul(self.factor) > problem.spec().max_len
-        {
-            return StageOutcome::plain(start.to_vec());
+        let length_limit = problem.spec().max_len;
+        let finest = self.max_n.map_or(length_limit, |m| m.min(length_limit));
+        if self.method != ResampleMethod::Pool && start.len().saturating_mul(self.factor) > finest {
+            let target = match self.max_n {
+                Some(m) if m < length_limit => format!("max_n {m}"),
+                _ => format!("the length limit {length_limit}"),
+            };
+            return StageOutcome {
+                note: Some(format!(
+                    "×{} does not fit: n = {}, {target}; values unchanged",
+                    self.factor,
+                    start.len()
+                )),
+                ..StageOutcome::plain(start.to_vec())
+            };
         }
         StageOutcome::plain(with_noise(
             resample(start, self.method, self.factor),
@@ -197,5 +218,31 @@ mod tests {
         let values = vec![0.25, 1.0, 0.5, 0.0, 3.0];
         assert_eq!(pool(&block_repeat(&values, 4), 4), values);
         assert_eq!(pool(&[1.0, 2.0, 3.0], 2), vec![1.5, 3.0]);
+    }
+
+    #[test]
+    fn max_n_stops_the_grid_growing_and_says_why() {
+        let p = by_slug("erdos-min-overlap").unwrap();
+        let start = vec![0.5; 512];
+        let stage = |max_n| Resample {
+            method: ResampleMethod::BlockRepeat,
+            factor: 2,
+            noise: 0.0,
+            max_n,
+        };
+        let budget = Budget::evaluations(1);
+        let doubled = stage(Some(1024)).run(p.as_ref(), &start, &budget, 1);
+        assert_eq!(doubled.values.len(), 1024);
+        assert_eq!(doubled.note, None);
+        let again = stage(Some(1024)).run(p.as_ref(), &doubled.values, &budget, 1);
+        assert_eq!(again.values, doubled.values);
+        assert_eq!(
+            again.note.as_deref(),
+            Some("×2 does not fit: n = 1024, max_n 1024; values unchanged")
+        );
+        assert_eq!(
+            stage(Some(0)).check("steps[0]"),
+            Err("steps[0].max_n: must be at least 1".to_string())
+        );
     }
 }
