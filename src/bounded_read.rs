@@ -310,8 +310,21 @@ pub fn read_json_file_capped<T: serde::de::DeserializeOwned>(
     caps: JsonCaps,
     what: &str,
 ) -> Result<T> {
+    use std::io::BufRead;
     refuse_past_cap_by_length(&file, path, what, caps.bytes)?;
-    let mut guard = JsonGuard::new(file, caps);
+    let mut reader = std::io::BufReader::new(file);
+    let gzipped = reader
+        .fill_buf()
+        .map_err(read_error(path))?
+        .starts_with(GZIP_MAGIC);
+    // Gzipped JSON (a trace named `*.gz`) is read through the decoder: the caps count what it
+    // unpacks to.
+    let source: Box<dyn Read> = if gzipped {
+        Box::new(flate2::read::MultiGzDecoder::new(reader))
+    } else {
+        Box::new(reader)
+    };
+    let mut guard = JsonGuard::new(source, caps);
     let parsed = serde_json::from_reader(std::io::BufReader::new(&mut guard));
     if let Some(passed) = guard.passed {
         return Err(MiloError::Malformed {

@@ -473,7 +473,8 @@ fn a_folder_of_optimize_traces_is_a_records_page_with_curves_and_the_ladder_of_n
     std::fs::create_dir_all(&runs).unwrap();
     let start = common::root()
         .join("constructions/third-autocorrelation-inequality/capped-arcsine-400.json");
-    let (out, trace) = (runs.join("a.json.gz"), runs.join("a.trace.json"));
+    // A trace named `.gz` is written gzipped, resumed and found by the report as any other.
+    let (out, trace) = (runs.join("a.json.gz"), runs.join("a.trace.json.gz"));
     let run = milo(&[
         "optimize",
         "third-autocorrelation-inequality",
@@ -499,7 +500,10 @@ fn a_folder_of_optimize_traces_is_a_records_page_with_curves_and_the_ladder_of_n
         "-q",
     ]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let file: Value = serde_json::from_reader(flate2::read::GzDecoder::new(
+        std::fs::File::open(&trace).unwrap(),
+    ))
+    .unwrap();
     let lengths: std::collections::BTreeSet<u64> = file["points"]
         .as_array()
         .unwrap()
@@ -523,7 +527,7 @@ fn a_folder_of_optimize_traces_is_a_records_page_with_curves_and_the_ladder_of_n
     let html = std::fs::read_to_string(report_dir.join("index.html")).unwrap();
     assert!(html.contains("Record campaigns"));
     assert!(html.contains("third-autocorrelation-inequality"));
-    assert!(html.contains("third/a.trace.json"));
+    assert!(html.contains("third/a.trace.json.gz"));
     assert!(html.contains("2 segment(s)"));
     assert!(html.contains(&best_exact), "the verified best, in full");
     let stems = checked_figures(&report_dir, &html);

@@ -66,9 +66,9 @@ pub struct OptimizeArgs {
     /// file is refused) and rewritten whenever the best improves, at most every 10 s.
     #[arg(help_heading = headings::OUTPUT, long, conflicts_with = "resume")]
     out: Option<PathBuf>,
-    /// Write the run's trace (settings, per-stage records, best score over time) as JSON here
-    /// (created at the start; an existing file is refused), kept current like --out: with it the
-    /// run can be continued after any stop (--resume).
+    /// Write the run's trace (settings, per-stage records, best score over time) as JSON here,
+    /// gzipped when the name ends in `.gz` (created at the start; an existing file is refused),
+    /// kept current like --out: with it the run can be continued after any stop (--resume).
     #[arg(help_heading = headings::OUTPUT, long, conflicts_with = "resume")]
     trace: Option<PathBuf>,
     /// Continue the run whose --trace file this is, from the best construction its --out holds,

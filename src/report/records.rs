@@ -26,7 +26,8 @@ struct Run {
     file: TraceFile,
 }
 
-/// Every `*.trace.json` below `dir` (at most `depth` folders down), sorted by path.
+/// Every `*.trace.json` (or `*.trace.json.gz`) below `dir` (at most `depth` folders down), sorted
+/// by path.
 fn trace_paths(dir: &Path, depth: usize) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -36,11 +37,9 @@ fn trace_paths(dir: &Path, depth: usize) -> Vec<PathBuf> {
         let path = entry.path();
         if path.is_dir() && depth > 1 {
             found.extend(trace_paths(&path, depth - 1));
-        } else if path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(TRACE_SUFFIX))
-        {
+        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.ends_with(TRACE_SUFFIX) || n.ends_with(&format!("{TRACE_SUFFIX}.gz"))
+        }) {
             found.push(path);
         }
     }

@@ -94,10 +94,19 @@ impl TraceFile {
         read_json_capped(path, TRACE_JSON, "milo optimize trace")
     }
 
-    /// Writes it atomically as pretty JSON.
+    /// Writes it atomically as pretty JSON, gzipped when the name ends in `.gz`.
     pub fn write(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("traces serialise");
-        crate::atomic_file::write(path, text.as_bytes())
+        if path.extension().is_some_and(|e| e == "gz") {
+            use std::io::Write;
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(text.as_bytes())
+                .and_then(|()| gz.finish())
+                .map_err(crate::error::write_error(path))
+                .and_then(|bytes| crate::atomic_file::write(path, &bytes))
+        } else {
+            crate::atomic_file::write(path, text.as_bytes())
+        }
     }
 
     /// Records that the best with `sha256` (of its values) is about to be written to `--out`.
@@ -163,15 +172,54 @@ mod tests {
             "{{\"points\": [{}[0,0,1]]}}",
             "[0,0,1],".repeat(points as usize)
         );
-        std::fs::write(&path, text).unwrap();
-        let err = TraceFile::read(&path).unwrap_err();
-        assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
-        assert!(
-            err.to_string().contains(
-                "milo optimize trace is past its cap of 1048576 items (array values and object entries)"
-            ),
-            "{err}"
+        std::fs::write(&path, &text).unwrap();
+        // Gzipped, the same text is 1,000 times smaller: the caps count what it unpacks to.
+        let gzipped = dir.path().join("trace.json.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+        std::fs::write(&gzipped, gz.finish().unwrap()).unwrap();
+        for path in [path, gzipped] {
+            let err = TraceFile::read(&path).unwrap_err();
+            assert_eq!(err.exit_code(), crate::error::EXIT_INPUT);
+            assert!(
+                err.to_string().contains(
+                    "milo optimize trace is past its cap of 1048576 items (array values and object entries)"
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_trace_named_gz_is_written_gzipped_and_reads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = TraceFile::default().with_segment(
+            segment(3.0, 30),
+            &Trace {
+                points: vec![point(1.0, 5, 1.9)],
+                ..Trace::default()
+            },
         );
+        let (plain, gzipped) = (
+            dir.path().join("run.trace.json"),
+            dir.path().join("run.trace.json.gz"),
+        );
+        file.write(&plain).unwrap();
+        file.write(&gzipped).unwrap();
+        let bytes = std::fs::read(&gzipped).unwrap();
+        assert!(bytes.starts_with(crate::bounded_read::GZIP_MAGIC));
+        assert!(!std::fs::read(&plain)
+            .unwrap()
+            .starts_with(crate::bounded_read::GZIP_MAGIC));
+        let (a, b) = (
+            TraceFile::read(&plain).unwrap(),
+            TraceFile::read(&gzipped).unwrap(),
+        );
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        assert_eq!(b.spent(), (3.0, 30));
     }
 
     fn point(seconds: f64, evaluations: u64, score: f64) -> TracePoint {

@@ -64,7 +64,10 @@ impl Stage for Resample {
 
     fn check(&self, path: &str) -> Result<(), String> {
         if self.factor < 2 {
-            return Err(format!("{path}.factor: must be at least 2, got {}", self.factor));
+            return Err(format!(
+                "{path}.factor: must be at least 2, got {}",
+                self.factor
+            ));
         }
         if let Some(m) = self.max_n {
             at_least_one(path, "max_n", m)?;
