@@ -113,18 +113,22 @@ pub fn summarise(
 ) -> RunSummary {
     let steps = &trajectory.steps;
     let counted = within_budget(steps.iter().map(|s| &s.evaluation), budget);
-    // The reference is the starts of the counted steps (at least the first): a compounding
-    // method's later starts are its own earlier results, which must not count before they end.
-    let starts = steps[..counted.max(1).min(steps.len())]
-        .iter()
-        .flat_map(|s| &s.evaluation.tasks);
-    let start = best_of(starts, direction, true).unwrap_or((String::new(), f64::NAN));
-    let (mut best, mut cpu) = (start.clone(), 0.0);
+    // Each step's starts count from that step on (a search may reach a start first in a later
+    // round): a compounding method's later starts are its own earlier results, which must not
+    // count before they end, in the best read at the budget or in the curve.
+    let first_starts = steps.iter().take(1).flat_map(|s| &s.evaluation.tasks);
+    let mut best = best_of(first_starts, direction, true).unwrap_or((String::new(), f64::NAN));
+    let mut cpu = 0.0;
     let mut curve: Vec<CurvePoint> = Vec::new();
-    let mut at_budget = start;
+    let mut at_budget = best.clone();
     for (i, step) in steps.iter().enumerate() {
         cpu += step.evaluation.spent_cpu_seconds();
-        if let Some(found) = best_of(step.evaluation.tasks.iter(), direction, false) {
+        // The step's starts, then its ends.
+        let tasks = &step.evaluation.tasks;
+        for found in [true, false]
+            .into_iter()
+            .filter_map(|start| best_of(tasks.iter(), direction, start))
+        {
             if direction.better(&found.1, &best.1) || best.1.is_nan() {
                 best = found;
             }
@@ -234,6 +238,11 @@ mod tests {
         // Read after the first step only, the later steps' starts must not count.
         let summary = summarise(label(), &trajectory, Direction::Minimize, 1.0);
         assert_eq!((summary.best_exact.as_str(), summary.best), ("0.9", 0.9));
+        // Nor in the curve of a run read whole: each point is the best its step had reached.
+        let summary = summarise(label(), &trajectory, Direction::Minimize, 3.0);
+        assert_eq!(summary.best, 0.6);
+        let curve: Vec<f64> = summary.curve.iter().map(|p| p.best).collect();
+        assert_eq!(curve, vec![0.9, 0.7, 0.6]);
     }
 
     #[test]
