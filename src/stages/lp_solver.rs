@@ -4,6 +4,7 @@
 //! default the one its size calls for ([`LpSolver::Auto`]); the comparison that chose the rule
 //! is in docs/bench.md ("Sequential LP: which solver").
 
+use crate::cancel::CancelToken;
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
@@ -71,10 +72,18 @@ impl LinearProgram {
     }
 
     /// Solves with `solver` within `time_limit`: an optimal point, or `None` (infeasible,
-    /// unbounded, out of time, or the solver gave up).
-    pub fn solve(&self, solver: LpSolver, time_limit: Option<Duration>) -> Option<Vec<f64>> {
+    /// unbounded, out of time, cancelled, or the solver gave up). Clarabel, which takes the
+    /// large programs (seconds each at a thousand variables), stops at its next iteration once
+    /// `cancel` is cancelled, so a cut or a Ctrl-C is not held up by a solve in flight; microlp's
+    /// programs are small.
+    pub fn solve(
+        &self,
+        solver: LpSolver,
+        time_limit: Option<Duration>,
+        cancel: &CancelToken,
+    ) -> Option<Vec<f64>> {
         match solver.for_size(self.objective.len()) {
-            LpSolver::Clarabel => self.solve_clarabel(time_limit),
+            LpSolver::Clarabel => self.solve_clarabel(time_limit, cancel),
             _ => self.solve_microlp(time_limit),
         }
     }
@@ -103,7 +112,11 @@ impl LinearProgram {
 
     /// Clarabel's form: `Ax + s = b`, `s` in zero cones (equalities) then non-negative cones
     /// (inequalities, then the finite bounds as `x ≤ u` and `−x ≤ −l`).
-    fn solve_clarabel(&self, time_limit: Option<Duration>) -> Option<Vec<f64>> {
+    fn solve_clarabel(
+        &self,
+        time_limit: Option<Duration>,
+        cancel: &CancelToken,
+    ) -> Option<Vec<f64>> {
         let n = self.objective.len();
         // Rows are numbered in order, so every column's entries come out sorted by row.
         let mut columns: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
@@ -145,6 +158,8 @@ impl LinearProgram {
             .build()
             .ok()?;
         let mut solver = DefaultSolver::new(&p, &self.objective, &a, &b, &cones, settings).ok()?;
+        let cancel = cancel.clone();
+        solver.set_termination_callback(move |_| cancel.is_cancelled());
         solver.solve();
         matches!(
             solver.solution.status,
@@ -171,7 +186,7 @@ mod tests {
     #[test]
     fn both_solvers_find_the_optimum() {
         for solver in [LpSolver::Microlp, LpSolver::Clarabel] {
-            let x = small().solve(solver, None).unwrap();
+            let x = small().solve(solver, None, &CancelToken::new()).unwrap();
             assert!((x[0] - 2.5).abs() < 1e-6, "{solver:?} {x:?}");
             assert!((x[1] - 1.5).abs() < 1e-6, "{solver:?} {x:?}");
         }
@@ -184,7 +199,9 @@ mod tests {
         assert_eq!(LpSolver::Auto.for_size(600), LpSolver::Clarabel);
         assert_eq!(LpSolver::Microlp.for_size(2500), LpSolver::Microlp);
         assert_eq!(LpSolver::Clarabel.for_size(2), LpSolver::Clarabel);
-        let x = small().solve(LpSolver::Auto, None).unwrap();
+        let x = small()
+            .solve(LpSolver::Auto, None, &CancelToken::new())
+            .unwrap();
         assert!(
             (x[0] - 2.5).abs() < 1e-6 && (x[1] - 1.5).abs() < 1e-6,
             "{x:?}"
@@ -192,11 +209,25 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_clarabel_solve_stops_with_no_point() {
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        assert_eq!(small().solve(LpSolver::Clarabel, None, &cancel), None);
+        assert!(small()
+            .solve(LpSolver::Clarabel, None, &CancelToken::new())
+            .is_some());
+    }
+
+    #[test]
     fn an_infeasible_program_is_none_for_both() {
         let mut lp = small();
         lp.inequalities.push((vec![(0, 1.0)], -1.0));
         for solver in [LpSolver::Microlp, LpSolver::Clarabel] {
-            assert_eq!(lp.solve(solver, None), None, "{solver:?}");
+            assert_eq!(
+                lp.solve(solver, None, &CancelToken::new()),
+                None,
+                "{solver:?}"
+            );
         }
     }
 }

@@ -214,7 +214,7 @@ fn lp_step(
         row.push((tau, -1.0));
         lp.inequalities.push((row, (peak - lags[k]) / (r * scale)));
     }
-    let solution = lp.solve(solver, budget.remaining_time())?;
+    let solution = lp.solve(solver, budget.remaining_time(), &budget.cancel)?;
     Some(
         vars.iter()
             .map(|&(j, v)| (j, r * solution[v]))
