@@ -95,12 +95,31 @@ fn a_default_suite_task_reproduces_bit_for_bit() {
     assert_eq!(a.best_exact, b.best_exact);
 }
 
+/// Every suite in `problems/suites` (the arena's, the benchmarks', the record suites) loads:
+/// its programs parse, its starts match their pins, its splits are clean.
 #[test]
-fn arena_suites_load_and_split_cleanly() {
-    if arena_dir("arena_suites_load_and_split_cleanly").is_none() {
+fn every_committed_suite_loads_and_splits_cleanly() {
+    if arena_dir("every_committed_suite_loads_and_splits_cleanly").is_none() {
         return;
     }
-    for path in arena_suites() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("problems/suites"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    let records = [
+        "records-erdos-min-overlap.toml",
+        "records-third-autocorrelation-inequality.toml",
+    ];
+    for expected in arena_suites().into_iter().chain(records.map(suite_path)) {
+        assert!(
+            paths.contains(&expected),
+            "{} is missing",
+            expected.display()
+        );
+    }
+    for path in paths {
         let suite = Suite::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_clean_split(&suite);
     }
