@@ -21,6 +21,25 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     write_with(path, |file| file.write_all(bytes))
 }
 
+/// Whether `path`'s name asks for gzip (it ends in `.gz`, any case).
+pub fn is_gzip_path(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+}
+
+/// Replaces `path` with `bytes` atomically, gzipped when its name ends in `.gz`
+/// ([`is_gzip_path`]).
+pub fn write_gzipped_if_named(path: &Path, bytes: &[u8]) -> Result<()> {
+    if !is_gzip_path(path) {
+        return write(path, bytes);
+    }
+    write_with(path, |file| {
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        gz.write_all(bytes)?;
+        gz.finish().map(|_| ())
+    })
+}
+
 /// Replaces `path` atomically with what `fill` writes into the temporary sibling.
 pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<()> {
     let mut temp = sibling(path, "")?;

@@ -96,7 +96,7 @@ impl Format {
 
 /// The lowercase extension of `path`, looking through a trailing `.gz` (`x.npy.gz` → `npy`).
 fn extension(path: &Path) -> Option<String> {
-    let inner = if is_gzip_path(path) {
+    let inner = if crate::atomic_file::is_gzip_path(path) {
         Path::new(path.file_stem()?)
     } else {
         path
@@ -104,11 +104,6 @@ fn extension(path: &Path) -> Option<String> {
     inner
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
-}
-
-fn is_gzip_path(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
 }
 
 /// Reads the values of a construction file in any of the formats (see the module's rules), or of
@@ -212,7 +207,7 @@ pub fn write_values(path: &Path, values: &[f64]) -> Result<()> {
     check_finite(values)?;
     let format = Format::of_name(path);
     crate::atomic_file::write_with(path, |file| {
-        if is_gzip_path(path) {
+        if crate::atomic_file::is_gzip_path(path) {
             let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
             write_format(format, values, &mut gz)?;
             gz.finish().map(|_| ())

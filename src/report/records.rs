@@ -37,9 +37,11 @@ fn trace_paths(dir: &Path, depth: usize) -> Vec<PathBuf> {
         let path = entry.path();
         if path.is_dir() && depth > 1 {
             found.extend(trace_paths(&path, depth - 1));
-        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-            n.ends_with(TRACE_SUFFIX) || n.ends_with(&format!("{TRACE_SUFFIX}.gz"))
-        }) {
+        } else if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.strip_suffix(".gz").unwrap_or(n).ends_with(TRACE_SUFFIX))
+        {
             found.push(path);
         }
     }

@@ -97,16 +97,7 @@ impl TraceFile {
     /// Writes it atomically as pretty JSON, gzipped when the name ends in `.gz`.
     pub fn write(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("traces serialise");
-        if path.extension().is_some_and(|e| e == "gz") {
-            use std::io::Write;
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            gz.write_all(text.as_bytes())
-                .and_then(|()| gz.finish())
-                .map_err(crate::error::write_error(path))
-                .and_then(|bytes| crate::atomic_file::write(path, &bytes))
-        } else {
-            crate::atomic_file::write(path, text.as_bytes())
-        }
+        crate::atomic_file::write_gzipped_if_named(path, text.as_bytes())
     }
 
     /// Records that the best with `sha256` (of its values) is about to be written to `--out`.

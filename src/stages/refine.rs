@@ -11,7 +11,7 @@
 //! unchanged and says why in its note (so a schedule of refinements ends at its target).
 
 use super::lbfgs::Lbfgs;
-use super::resample::{block_repeat, with_noise};
+use super::resample::{block_repeat, finest_n, with_noise};
 use super::{at_least_one, non_negative, positive, Stage, StageOutcome, Tunable, TuneRange};
 use crate::optimize::{Budget, Parameterisation};
 use crate::problems::Problem;
@@ -103,20 +103,14 @@ impl Refine {
     /// The block-repeat factor used from length `n`: the largest `k ≤ factor` with `k·n` within
     /// `max_n` and the problem's length limit; `None` if that is below 2.
     pub fn factor_from(&self, problem: &dyn Problem, n: usize) -> Option<usize> {
-        let limit = self
-            .max_n
-            .map_or(problem.spec().max_len, |m| m.min(problem.spec().max_len));
+        let (limit, _) = finest_n(problem, self.max_n);
         let k = self.factor.min(limit / n.max(1));
         (k >= 2).then_some(k)
     }
 
     /// Why no factor fits from length `n`, in words (the note of a refinement that did nothing).
     pub fn why_no_factor(&self, problem: &dyn Problem, n: usize) -> String {
-        let length_limit = problem.spec().max_len;
-        let target = match self.max_n {
-            Some(m) if m < length_limit => format!("max_n {m}"),
-            _ => format!("the length limit {length_limit}"),
-        };
+        let (_, target) = finest_n(problem, self.max_n);
         format!("no block repeat ×2 or more fits: n = {n}, {target}; values unchanged")
     }
 

@@ -89,13 +89,8 @@ impl Stage for Resample {
         _budget: &Budget,
         seed: u64,
     ) -> StageOutcome {
-        let length_limit = problem.spec().max_len;
-        let finest = self.max_n.map_or(length_limit, |m| m.min(length_limit));
+        let (finest, target) = finest_n(problem, self.max_n);
         if self.method != ResampleMethod::Pool && start.len().saturating_mul(self.factor) > finest {
-            let target = match self.max_n {
-                Some(m) if m < length_limit => format!("max_n {m}"),
-                _ => format!("the length limit {length_limit}"),
-            };
             return StageOutcome {
                 note: Some(format!(
                     "×{} does not fit: n = {}, {target}; values unchanged",
@@ -110,6 +105,17 @@ impl Stage for Resample {
             self.noise,
             seed,
         ))
+    }
+}
+
+/// The finest grid a resolution change may reach: `max_n` where given, within the problem's
+/// length limit; and which of the two it is, in words for a note (`max_n 1024`, `the length
+/// limit 100000`).
+pub fn finest_n(problem: &dyn Problem, max_n: Option<usize>) -> (usize, String) {
+    let length_limit = problem.spec().max_len;
+    match max_n {
+        Some(m) if m < length_limit => (m, format!("max_n {m}")),
+        _ => (length_limit, format!("the length limit {length_limit}")),
     }
 }
 
